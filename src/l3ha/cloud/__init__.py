@@ -1,0 +1,1 @@
+"""The boundary to Neutron: the only package that imports openstacksdk (in ``adapter``)."""

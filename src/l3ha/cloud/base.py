@@ -1,0 +1,68 @@
+"""What the rest of l3ha needs from a cloud, as a protocol. Pure (no SDK import).
+
+``l3ha.cloud.adapter.NeutronCloud`` implements it over openstacksdk; the
+executor and the commands depend only on this protocol, so tests can hand
+them any implementation (in practice the adapter against the emulator).
+Every method raises ``l3ha.errors.CloudError`` subclasses, never SDK errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from l3ha.model import Agent, Binding, Router, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class PortState:
+    """One port of a router: its id, owner, status and the host it is bound to."""
+
+    id: str
+    device_owner: str
+    status: str
+    host: str
+
+
+class Cloud(Protocol):
+    """Reads and writes l3ha performs on Neutron."""
+
+    def list_agents(self) -> list[Agent]:
+        """Every L3 agent."""
+        ...
+
+    def get_agent(self, agent_id: str) -> Agent:
+        """One L3 agent, read fresh (``NotFoundError`` when it does not exist)."""
+        ...
+
+    def list_routers(self) -> list[Router]:
+        """Every router."""
+        ...
+
+    def read_snapshot(self) -> Snapshot:
+        """Agents, routers and bindings (per-agent calls made concurrently)."""
+        ...
+
+    def router_bindings(self, router_id: str) -> list[Binding]:
+        """The agents hosting one router, read fresh, with ``ha_state``."""
+        ...
+
+    def bind(self, router_id: str, agent_id: str) -> None:
+        """Schedule the router to the agent and read it back; raises on any refusal."""
+        ...
+
+    def unbind(self, router_id: str, agent_id: str) -> None:
+        """Remove the router from the agent and read it back (idempotent)."""
+        ...
+
+    def set_admin_state(self, agent_id: str, up: bool) -> None:
+        """Enable or disable an agent and read it back."""
+        ...
+
+    def set_description(self, agent_id: str, description: str) -> None:
+        """Replace an agent's description (l3ha marks drained agents with it)."""
+        ...
+
+    def router_ports(self, router_id: str) -> list[PortState]:
+        """The router's ports with status and binding host."""
+        ...

@@ -1,0 +1,240 @@
+"""The data l3ha reasons about: agents, routers, bindings, snapshots, plans. Pure.
+
+Every object is a frozen dataclass, so a snapshot read from the cloud (or a
+file) can be handed to the pure core without fear of it changing underneath.
+Agent references given by operators (host name or id) are resolved here, with
+one-line errors that list the candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+
+from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
+
+
+class AgentMode(StrEnum):
+    """The ``agent_mode`` of an L3 agent."""
+
+    LEGACY = "legacy"
+    DVR = "dvr"
+    DVR_SNAT = "dvr_snat"
+    DVR_NO_EXTERNAL = "dvr_no_external"
+
+
+class HAState(StrEnum):
+    """The ``ha_state`` Neutron reports for one replica of an HA router."""
+
+    ACTIVE = "active"
+    STANDBY = "standby"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """One L3 agent as the API reported it.
+
+    ``alive`` is the server's own judgement (heartbeat younger than
+    ``agent_down_time`` on the server's clock); l3ha's health module makes its
+    own from the heartbeat value changing. Timestamps are kept as the server
+    sent them (agent timestamps are naive UTC ``YYYY-MM-DD HH:MM:SS``).
+    """
+
+    id: str
+    host: str
+    availability_zone: str = "nova"
+    mode: AgentMode = AgentMode.LEGACY
+    admin_state_up: bool = True
+    alive: bool = True
+    heartbeat_timestamp: str = ""
+    started_at: str = ""
+    description: str = ""
+
+    @property
+    def can_host_centralized(self) -> bool:
+        """Whether this agent's mode can host legacy routers and DVR snat."""
+        return self.mode in (AgentMode.LEGACY, AgentMode.DVR_SNAT)
+
+
+@dataclass(frozen=True, slots=True)
+class Router:
+    """One Neutron router and the attributes placement cares about."""
+
+    id: str
+    name: str = ""
+    ha: bool = False
+    distributed: bool = False
+    availability_zone_hints: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    project_id: str = ""
+    admin_state_up: bool = True
+    status: str = "ACTIVE"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """Router ``router_id`` is scheduled to agent ``agent_id``."""
+
+    router_id: str
+    agent_id: str
+    ha_state: HAState | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The cloud as observed at one moment: agents, routers and their bindings.
+
+    ``observed_at`` is the observer's UTC wall time in ISO 8601 form.
+    Look-ups are indexed lazily; the snapshot itself never changes.
+    """
+
+    agents: tuple[Agent, ...]
+    routers: tuple[Router, ...]
+    bindings: tuple[Binding, ...]
+    observed_at: str = ""
+
+    @cached_property
+    def agents_by_id(self) -> Mapping[str, Agent]:
+        return {a.id: a for a in self.agents}
+
+    @cached_property
+    def routers_by_id(self) -> Mapping[str, Router]:
+        return {r.id: r for r in self.routers}
+
+    @cached_property
+    def _bindings_by_router(self) -> Mapping[str, tuple[Binding, ...]]:
+        index: dict[str, list[Binding]] = {}
+        for b in self.bindings:
+            index.setdefault(b.router_id, []).append(b)
+        return {k: tuple(v) for k, v in index.items()}
+
+    @cached_property
+    def _bindings_by_agent(self) -> Mapping[str, tuple[Binding, ...]]:
+        index: dict[str, list[Binding]] = {}
+        for b in self.bindings:
+            index.setdefault(b.agent_id, []).append(b)
+        return {k: tuple(v) for k, v in index.items()}
+
+    def bindings_of_router(self, router_id: str) -> tuple[Binding, ...]:
+        """Every binding of one router (empty when it is unhosted)."""
+        return self._bindings_by_router.get(router_id, ())
+
+    def bindings_of_agent(self, agent_id: str) -> tuple[Binding, ...]:
+        """Every binding on one agent."""
+        return self._bindings_by_agent.get(agent_id, ())
+
+    def unhosted_routers(self) -> tuple[Router, ...]:
+        """Routers with no binding at all."""
+        return tuple(r for r in self.routers if r.id not in self._bindings_by_router)
+
+    def find_agent(self, ref: str) -> Agent:
+        """Resolve an agent given by id, id prefix or host name.
+
+        An exact id wins, then an exact host, then a unique id prefix of at
+        least 4 characters. Raises ``NotFoundError`` or ``AmbiguousError``
+        with the candidates.
+        """
+        return resolve_agent(self.agents, ref)
+
+    def find_router(self, ref: str) -> Router:
+        """Resolve a router given by id or by a unique name."""
+        if ref in self.routers_by_id:
+            return self.routers_by_id[ref]
+        named = [r for r in self.routers if r.name and r.name == ref]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise AmbiguousError(
+                f"router name {ref!r} is ambiguous: {candidates_text(r.id for r in named)}"
+            )
+        raise NotFoundError(f"no router with id or name {ref!r}")
+
+
+def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
+    """Find one agent by id, host name or unique id prefix (see ``Snapshot.find_agent``)."""
+    ref = ref.strip()
+    for agent in agents:
+        if agent.id == ref:
+            return agent
+    by_host = [a for a in agents if a.host == ref]
+    if len(by_host) == 1:
+        return by_host[0]
+    if by_host:
+        choices = candidates_text(f"{a.id} ({a.mode})" for a in by_host)
+        raise AmbiguousError(f"host {ref!r} has several L3 agents: {choices}; give the agent id")
+    if len(ref) >= 4:
+        by_prefix = [a for a in agents if a.id.startswith(ref)]
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        if by_prefix:
+            raise AmbiguousError(
+                f"agent id prefix {ref!r} is ambiguous: {candidates_text(a.id for a in by_prefix)}"
+            )
+    near = [a.host for a in agents if ref.lower() in a.host.lower()]
+    hint = f"; did you mean: {candidates_text(near)}" if near else ""
+    raise NotFoundError(f"no L3 agent with host or id {ref!r}{hint}")
+
+
+class MoveKind(StrEnum):
+    """What one step of a plan does to a router's bindings."""
+
+    MOVE = "move"  # unbind from source, bind to target (legacy routers, DVR snat)
+    BIND = "bind"  # bind an unhosted router
+    ADD_REPLICA = "add_replica"  # HA: add a binding on target, source binding stays
+    REMOVE_REPLICA = "remove_replica"  # HA: remove the binding on source
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One change to one router, with the reason an operator will read."""
+
+    router_id: str
+    kind: MoveKind
+    target: str | None
+    source: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    """A router the planner could not place, and why."""
+
+    router_id: str
+    reason: str
+
+
+class HaltReason(StrEnum):
+    """Why a safety gate stopped a plan or the daemon."""
+
+    CONTROL_PLANE_SUSPECT = "control_plane_suspect"
+    TOO_MANY_DEAD = "too_many_dead"
+    RECOVERY_GRACE = "recovery_grace"
+    SOURCE_ALIVE = "source_alive"
+    NO_TARGETS = "no_targets"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+@dataclass(frozen=True)
+class Halt:
+    """A refusal to act: the reason and the evidence behind it."""
+
+    reason: HaltReason
+    message: str
+    evidence: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Ordered moves for one action, plus what could not be placed.
+
+    ``lower_bound`` is the fewest moves any plan could use (rebalance), when known.
+    """
+
+    action: str
+    moves: tuple[Move, ...] = ()
+    unplaceable: tuple[Unplaceable, ...] = ()
+    warnings: tuple[str, ...] = ()
+    lower_bound: int | None = None
