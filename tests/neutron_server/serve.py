@@ -1,0 +1,188 @@
+"""Serves a real Neutron API server on loopback for the contract suite; reads config, writes SQLite.
+
+Runs inside the Neutron virtualenv (``L3HA_NEUTRON_PYTHON``), never inside l3ha's: it
+imports neutron and must not import l3ha.
+
+    python serve.py --config-dir DIR --port-file FILE
+
+``DIR`` holds ``neutron.conf`` and ``ml2_conf.ini`` (written by the contract fixture).
+Before serving, the SQLite schema is built from neutron's models and stamped at the
+alembic heads (the migrations themselves do not run on SQLite). The WSGI application
+``neutron.wsgi.api:application`` is then served by a threading ``wsgiref`` server on
+127.0.0.1 and an ephemeral port, which is written to ``FILE`` once the socket listens.
+
+Requests are handled one at a time (a lock around the application) because SQLite
+answers "database is locked" under concurrent writes.
+
+Test-only admin endpoints, outside the Neutron API, drive neutron's own test helpers
+(``neutron.tests.common.helpers``) in this process, against the same database:
+
+    POST /_contract/agents                        {"host": H, "agent_mode": M, "az": Z}
+         -> 201 {"agent": {...}}                  register_l3_agent
+    POST /_contract/agents/{id}/kill              -> 204   kill_agent
+    POST /_contract/agents/{id}/revive            -> 204   revive_agent
+    POST /_contract/agents/{id}/admin_state       {"admin_state_up": B} -> 204
+                                                  set_agent_admin_state
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socketserver
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+from wsgiref import simple_server
+
+ADMIN_PREFIX = "/_contract/"
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config-dir", required=True, type=Path)
+    parser.add_argument("--port-file", required=True, type=Path)
+    return parser.parse_args(argv)
+
+
+def point_neutron_at(config_dir: Path) -> None:
+    """Tell neutron's config loader where the files are; keep argv free of our options."""
+    os.environ["OS_NEUTRON_CONFIG_DIR"] = str(config_dir)
+    os.environ["OS_NEUTRON_CONFIG_FILES"] = "neutron.conf;ml2_conf.ini"
+    sys.argv = sys.argv[:1]
+
+
+def build_schema(config_dir: Path) -> None:
+    """Create every table from the models, then stamp the alembic heads."""
+    import sqlalchemy
+    from neutron.db.migration import cli as migration_cli
+    from neutron.db.migration.models import head
+    from oslo_config import cfg
+
+    conf = cfg.ConfigOpts()
+    conf.register_opts([cfg.StrOpt("connection")], group="database")
+    conf(args=[], default_config_files=[str(config_dir / "neutron.conf")])
+    engine = sqlalchemy.create_engine(conf.database.connection)
+    head.get_metadata().create_all(engine)
+    engine.dispose()
+    saved_argv = sys.argv
+    sys.argv = [
+        "neutron-db-manage",
+        "--config-file",
+        str(config_dir / "neutron.conf"),
+        "stamp",
+        "heads",
+    ]
+    try:
+        migration_cli.main()
+    finally:
+        sys.argv = saved_argv
+
+
+def json_response(
+    start_response: Callable[..., Any], status: str, body: Any = None
+) -> list[bytes]:
+    if body is None:
+        start_response(status, [("Content-Length", "0")])
+        return [b""]
+    data = json.dumps(body).encode()
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    )
+    return [data]
+
+
+def read_json(environ: dict[str, Any]) -> dict[str, Any]:
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    raw = environ["wsgi.input"].read(length) if length else b""
+    parsed = json.loads(raw) if raw else {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def jsonable_agent(agent: Any) -> dict[str, Any]:
+    return {key: (str(value) if value is not None else None) for key, value in dict(agent).items()
+            if key in {"id", "host", "agent_type"}}
+
+
+def handle_admin(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The /_contract/ endpoints: neutron's test helpers, run in this process."""
+    from neutron.tests.common import helpers
+
+    method = environ["REQUEST_METHOD"]
+    parts = environ["PATH_INFO"][len(ADMIN_PREFIX) :].strip("/").split("/")
+    if method != "POST" or not parts or parts[0] != "agents":
+        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
+    body = read_json(environ)
+    if len(parts) == 1:
+        agent = helpers.register_l3_agent(
+            host=body["host"],
+            agent_mode=body.get("agent_mode", "legacy"),
+            az=body.get("az", helpers.DEFAULT_AZ),
+        )
+        return json_response(start_response, "201 Created", {"agent": jsonable_agent(agent)})
+    if len(parts) != 3:
+        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
+    agent_id, action = parts[1], parts[2]
+    if action == "kill":
+        helpers.kill_agent(agent_id)
+    elif action == "revive":
+        helpers.revive_agent(agent_id)
+    elif action == "admin_state":
+        helpers.set_agent_admin_state(agent_id, bool(body["admin_state_up"]))
+    else:
+        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
+    return json_response(start_response, "204 No Content")
+
+
+def serialised(neutron_app: WsgiApp) -> WsgiApp:
+    """One request at a time, admin calls routed to the test helpers."""
+    lock = threading.Lock()
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        with lock:
+            if environ["PATH_INFO"].startswith(ADMIN_PREFIX):
+                return handle_admin(environ, start_response)
+            return list(neutron_app(environ, start_response))
+
+    return app
+
+
+class ThreadingWSGIServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        sys.stderr.write("access: " + (format % args) + "\n")
+
+
+def serve(port_file: Path) -> None:
+    from neutron.wsgi.api import application
+
+    server = simple_server.make_server(
+        "127.0.0.1",
+        0,
+        serialised(application),
+        server_class=ThreadingWSGIServer,
+        handler_class=QuietHandler,
+    )
+    tmp = port_file.with_suffix(".tmp")
+    tmp.write_text(str(server.server_port))
+    tmp.replace(port_file)
+    server.serve_forever()
+
+
+def main() -> None:
+    args = parse_args(sys.argv[1:])
+    point_neutron_at(args.config_dir)
+    build_schema(args.config_dir)
+    serve(args.port_file)
+
+
+if __name__ == "__main__":
+    main()
