@@ -1,0 +1,122 @@
+"""The health check behind ``l3ha check``: one status line and an exit code. Pure.
+
+Covers dead agents that still host routers, unhosted routers, HA routers with
+zero or two active replicas (and the rest of the HA audit), and router-count
+imbalance beyond a threshold. The result follows the Nagios/Icinga plugin
+convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and a status line with
+performance data after ``|``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
+from l3ha.model import Snapshot
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One line of a check's details."""
+
+    severity: Severity
+    kind: str
+    detail: str
+    router_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The check's verdict, its problems and its performance data."""
+
+    severity: Severity
+    problems: tuple[Problem, ...]
+    perfdata: dict[str, int] = field(default_factory=dict)
+
+    def status_line(self) -> str:
+        """``L3HA CRITICAL - ... | key=value ...``"""
+        if self.problems:
+            worst = [p for p in self.problems if p.severity == self.severity]
+            text = "; ".join(p.detail for p in worst[:3])
+            if len(self.problems) > 3:
+                text += f" (+{len(self.problems) - 3} more)"
+        else:
+            text = "all routers hosted on live agents, HA routers healthy, load balanced"
+        perf = " ".join(f"{k}={v}" for k, v in self.perfdata.items())
+        return f"L3HA {self.severity.name} - {text} | {perf}"
+
+
+def run_check(snapshot: Snapshot, imbalance_threshold: int = 25, replicas: int = 2) -> CheckResult:
+    """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean router count."""
+    problems = [*_dead_agents(snapshot), *_unhosted(snapshot)]
+    ha_findings = audit_ha_routers(snapshot, replicas=replicas)
+    problems += _ha_problems(ha_findings)
+    problems += _imbalance(snapshot, imbalance_threshold)
+    severity = max((p.severity for p in problems), default=Severity.OK)
+    perf = {
+        "agents": len(snapshot.agents),
+        "dead_agents": sum(1 for a in snapshot.agents if not a.alive),
+        "routers": len(snapshot.routers),
+        "unhosted": len(snapshot.unhosted_routers()),
+        "ha_findings": len(ha_findings),
+    }
+    return CheckResult(severity, tuple(problems), perf)
+
+
+def _dead_agents(snapshot: Snapshot) -> list[Problem]:
+    out = []
+    for agent in sorted(snapshot.agents, key=lambda a: a.host):
+        hosted = snapshot.bindings_of_agent(agent.id)
+        if not agent.alive and hosted:
+            out.append(
+                Problem(
+                    Severity.CRITICAL,
+                    "dead_agent_hosting_routers",
+                    f"dead agent {agent.host} hosts {len(hosted)} router(s)",
+                    tuple(b.router_id for b in hosted),
+                )
+            )
+    return out
+
+
+def _unhosted(snapshot: Snapshot) -> list[Problem]:
+    unhosted = snapshot.unhosted_routers()
+    if not unhosted:
+        return []
+    ids = tuple(r.id for r in unhosted)
+    return [Problem(Severity.CRITICAL, "unhosted", f"{len(ids)} router(s) have no agent", ids)]
+
+
+def _ha_problems(findings: list[Finding]) -> list[Problem]:
+    by_kind: dict[FindingKind, list[Finding]] = {}
+    for finding in findings:
+        by_kind.setdefault(finding.kind, []).append(finding)
+    return [
+        Problem(
+            group[0].severity,
+            f"ha_{kind.value}",
+            f"{len(group)} HA router(s): {kind.value.replace('_', ' ')}",
+            tuple(f.router_id for f in group),
+        )
+        for kind, group in sorted(by_kind.items())
+    ]
+
+
+def _imbalance(snapshot: Snapshot, threshold_pct: int) -> list[Problem]:
+    live = [a for a in snapshot.agents if a.alive and a.admin_state_up and a.can_host_centralized]
+    if len(live) < 2:
+        return []
+    counts = {a.host: len(snapshot.bindings_of_agent(a.id)) for a in live}
+    mean = sum(counts.values()) / len(counts)
+    busiest = max(counts, key=lambda h: (counts[h], h))
+    allowed = max(mean * (1 + threshold_pct / 100), mean + 1)
+    if counts[busiest] <= allowed:
+        return []
+    return [
+        Problem(
+            Severity.WARNING,
+            "imbalance",
+            f"agent {busiest} hosts {counts[busiest]} routers, mean is {mean:.1f} "
+            f"(threshold {threshold_pct}%); run 'l3ha rebalance'",
+        )
+    ]

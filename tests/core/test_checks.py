@@ -1,0 +1,61 @@
+"""``l3ha check`` semantics on hand-built snapshots: severities, status line, perfdata."""
+
+from __future__ import annotations
+
+from l3ha.checks import run_check
+from l3ha.hastate.audit import Severity
+from l3ha.model import Agent, Binding, HAState, Router, Snapshot
+
+AGENTS = (
+    Agent(id="a1", host="net-1", availability_zone="az1"),
+    Agent(id="a2", host="net-2", availability_zone="az2"),
+)
+
+
+def _spread(n_routers: int) -> tuple[tuple[Router, ...], tuple[Binding, ...]]:
+    routers = tuple(Router(id=f"r{i}") for i in range(n_routers))
+    bindings = tuple(Binding(r.id, AGENTS[i % 2].id) for i, r in enumerate(routers))
+    return routers, bindings
+
+
+def test_balanced_healthy_cloud_is_ok() -> None:
+    routers, bindings = _spread(10)
+    result = run_check(Snapshot(AGENTS, routers, bindings))
+    assert result.severity == Severity.OK
+    assert result.status_line().startswith("L3HA OK - ")
+    assert "routers=10" in result.status_line()
+
+
+def test_dead_agent_hosting_routers_is_critical_and_named() -> None:
+    routers, bindings = _spread(10)
+    agents = (AGENTS[0], Agent(id="a2", host="net-2", alive=False))
+    result = run_check(Snapshot(agents, routers, bindings))
+    assert result.severity == Severity.CRITICAL
+    assert "dead agent net-2 hosts 5 router(s)" in result.status_line()
+    assert "dead_agents=1" in result.status_line()
+
+
+def test_unhosted_router_is_critical() -> None:
+    routers, bindings = _spread(4)
+    result = run_check(Snapshot(AGENTS, (*routers, Router(id="lost")), bindings))
+    assert result.severity == Severity.CRITICAL
+    assert [p.router_ids for p in result.problems if p.kind == "unhosted"] == [("lost",)]
+
+
+def test_split_brain_is_critical() -> None:
+    router = Router(id="ha", ha=True)
+    bindings = (Binding("ha", "a1", HAState.ACTIVE), Binding("ha", "a2", HAState.ACTIVE))
+    result = run_check(Snapshot(AGENTS, (router,), bindings))
+    assert result.severity == Severity.CRITICAL
+    assert any(p.kind == "ha_split_brain" for p in result.problems)
+
+
+def test_imbalance_beyond_threshold_is_a_warning() -> None:
+    routers = tuple(Router(id=f"r{i}") for i in range(10))
+    bindings = tuple(Binding(r.id, "a1" if i < 8 else "a2") for i, r in enumerate(routers))
+    result = run_check(Snapshot(AGENTS, routers, bindings))
+    assert result.severity == Severity.WARNING
+    assert "net-1 hosts 8 routers" in result.status_line()
+    assert run_check(Snapshot(AGENTS, routers, bindings), imbalance_threshold=80).severity == (
+        Severity.OK
+    )
