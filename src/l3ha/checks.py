@@ -1,8 +1,9 @@
 """The health check behind ``l3ha check``: one status line and an exit code. Pure.
 
 Covers dead agents that still host routers, unhosted routers, HA routers with
-zero or two active replicas (and the rest of the HA audit), and router-count
-imbalance beyond a threshold. The result follows the Nagios/Icinga plugin
+zero or two active replicas (and the rest of the HA audit), and load
+imbalance beyond a threshold (weighted load, as the planner balances it: busy
+routers count more). The result follows the Nagios/Icinga plugin
 convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and a status line with
 performance data after ``|``.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
 from l3ha.model import Snapshot
+from l3ha.weights import WeightPolicy
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,17 @@ class CheckResult:
         return f"L3HA {self.severity.name} - {text} | {perf}"
 
 
-def run_check(snapshot: Snapshot, imbalance_threshold: int = 25, replicas: int = 2) -> CheckResult:
-    """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean router count."""
+def run_check(
+    snapshot: Snapshot,
+    imbalance_threshold: int = 25,
+    replicas: int = 2,
+    weights: WeightPolicy | None = None,
+) -> CheckResult:
+    """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean agent load."""
     problems = [*_dead_agents(snapshot), *_unhosted(snapshot)]
     ha_findings = audit_ha_routers(snapshot, replicas=replicas)
     problems += _ha_problems(ha_findings)
-    problems += _imbalance(snapshot, imbalance_threshold)
+    problems += _imbalance(snapshot, imbalance_threshold, weights or WeightPolicy())
     severity = max((p.severity for p in problems), default=Severity.OK)
     perf = {
         "agents": len(snapshot.agents),
@@ -102,21 +109,31 @@ def _ha_problems(findings: list[Finding]) -> list[Problem]:
     ]
 
 
-def _imbalance(snapshot: Snapshot, threshold_pct: int) -> list[Problem]:
+def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) -> list[Problem]:
     live = [a for a in snapshot.agents if a.alive and a.admin_state_up and a.can_host_centralized]
     if len(live) < 2:
         return []
-    counts = {a.host: len(snapshot.bindings_of_agent(a.id)) for a in live}
-    mean = sum(counts.values()) / len(counts)
-    busiest = max(counts, key=lambda h: (counts[h], h))
-    allowed = max(mean * (1 + threshold_pct / 100), mean + 1)
-    if counts[busiest] <= allowed:
+    routers = snapshot.routers_by_id
+    load = {
+        a.host: sum(
+            weights.weight(routers[b.router_id])
+            for b in snapshot.bindings_of_agent(a.id)
+            if b.router_id in routers
+        )
+        for a in live
+    }
+    mean = sum(load.values()) / len(load)
+    busiest = max(load, key=lambda h: (load[h], h))
+    # Load comes in whole routers: even a perfect placement may differ by the largest one.
+    granularity = max((weights.weight(r) for r in snapshot.routers), default=1)
+    allowed = max(mean * (1 + threshold_pct / 100), mean + granularity)
+    if load[busiest] <= allowed:
         return []
     return [
         Problem(
             Severity.WARNING,
             "imbalance",
-            f"agent {busiest} hosts {counts[busiest]} routers, mean is {mean:.1f} "
+            f"agent {busiest} carries load {load[busiest]}, mean is {mean:.1f} "
             f"(threshold {threshold_pct}%); run 'l3ha rebalance'",
         )
     ]

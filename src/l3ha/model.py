@@ -174,7 +174,10 @@ def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
                 f"agent id prefix {ref!r} is ambiguous: {candidates_text(a.id for a in by_prefix)}"
             )
     near = [a.host for a in agents if ref.lower() in a.host.lower()]
-    hint = f"; did you mean: {candidates_text(near)}" if near else ""
+    if near:
+        hint = f"; did you mean: {candidates_text(near)}"
+    else:
+        hint = f"; known hosts: {candidates_text(a.host for a in agents)}"
     raise NotFoundError(f"no L3 agent with host or id {ref!r}{hint}")
 
 
@@ -231,6 +234,8 @@ class Plan:
     """Ordered moves for one action, plus what could not be placed.
 
     ``lower_bound`` is the fewest moves any plan could use (rebalance), when known.
+    ``canary`` is how many leading moves form the canary batch: the executor
+    re-checks the source agent after them, before running the rest (0: none).
     """
 
     action: str
@@ -238,3 +243,4 @@ class Plan:
     unplaceable: tuple[Unplaceable, ...] = ()
     warnings: tuple[str, ...] = ()
     lower_bound: int | None = None
+    canary: int = 0

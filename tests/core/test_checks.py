@@ -51,11 +51,21 @@ def test_split_brain_is_critical() -> None:
 
 
 def test_imbalance_beyond_threshold_is_a_warning() -> None:
-    routers = tuple(Router(id=f"r{i}") for i in range(10))
-    bindings = tuple(Binding(r.id, "a1" if i < 8 else "a2") for i, r in enumerate(routers))
+    routers = tuple(Router(id=f"r{i}") for i in range(30))
+    bindings = tuple(Binding(r.id, "a1" if i < 24 else "a2") for i, r in enumerate(routers))
     result = run_check(Snapshot(AGENTS, routers, bindings))
     assert result.severity == Severity.WARNING
-    assert "net-1 hosts 8 routers" in result.status_line()
+    assert "net-1 carries load 24" in result.status_line()
     assert run_check(Snapshot(AGENTS, routers, bindings), imbalance_threshold=80).severity == (
         Severity.OK
     )
+
+
+def test_imbalance_is_judged_by_weight_not_count() -> None:
+    # net-1: 2 busy routers (weight 20); net-2: 20 quiet routers (weight 20): balanced load.
+    busy = tuple(Router(id=f"b{i}", tags=("l3ha:busy",)) for i in range(2))
+    quiet = tuple(Router(id=f"q{i}") for i in range(20))
+    bindings = tuple(Binding(r.id, "a1") for r in busy) + tuple(Binding(r.id, "a2") for r in quiet)
+    assert run_check(Snapshot(AGENTS, busy + quiet, bindings)).severity == Severity.OK
+    unweighted = tuple(Router(id=r.id) for r in busy) + quiet
+    assert run_check(Snapshot(AGENTS, unweighted, bindings)).severity == Severity.WARNING

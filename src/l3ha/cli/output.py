@@ -1,4 +1,4 @@
-"""Rendering rows for the terminal: ``-f table|json|yaml`` and ``-c COLUMN``. I/O: writes to a stream.
+"""Rendering rows: ``-f table|json|yaml`` and ``-c COLUMN``. I/O: writes to a stream.
 
 Commands build a list of rows (dicts with the same keys, in column order) and
 call ``emit``. Tables are plain text with aligned columns; JSON and YAML give

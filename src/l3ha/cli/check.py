@@ -1,0 +1,90 @@
+"""``l3ha check``: a Nagios/Icinga-style one-line status and exit code. I/O: reads the cloud.
+
+Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud could not be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from l3ha.cli.common import add_cloud_options, add_snapshot_option, read_world
+from l3ha.errors import L3haError
+
+UNKNOWN = 3
+
+
+def register(sub: Any) -> None:
+    """Add ``l3ha check``."""
+    p = sub.add_parser(
+        "check",
+        help="one-line health status for Nagios/Icinga",
+        description=(
+            "Check for dead agents that host routers, unhosted routers, HA routers with zero "
+            "or two active replicas (and lost redundancy), and router-count imbalance. Prints "
+            "one status line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."
+        ),
+    )
+    add_cloud_options(p)
+    add_snapshot_option(p)
+    p.add_argument(
+        "--imbalance-threshold",
+        type=int,
+        default=25,
+        metavar="PCT",
+        help="warn when an agent carries this percent more load than the mean (default: 25)",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        metavar="N",
+        help="live replicas every HA router should have (default: 2)",
+    )
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=("line", "json", "yaml"),
+        default="line",
+        help="the status line (default), or every problem as data",
+    )
+    p.set_defaults(func=_run_check)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from l3ha.checks import run_check
+    from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.output import emit_document
+
+    weights = load_weight_policy(args)
+    try:
+        snapshot = read_world(args, with_ha_state=True)
+    except L3haError as exc:
+        if args.format == "line":
+            sys.stdout.write(f"L3HA UNKNOWN - {exc}\n")
+        else:
+            emit_document({"status": "UNKNOWN", "error": str(exc)}, args.format)
+        return UNKNOWN
+    result = run_check(snapshot, args.imbalance_threshold, args.replicas, weights)
+    if args.format == "line":
+        sys.stdout.write(result.status_line() + "\n")
+    else:
+        emit_document(
+            {
+                "status": result.severity.name,
+                "summary": result.status_line(),
+                "problems": [
+                    {
+                        "severity": p.severity.name,
+                        "kind": p.kind,
+                        "detail": p.detail,
+                        "routers": list(p.router_ids),
+                    }
+                    for p in result.problems
+                ],
+                "perfdata": result.perfdata,
+            },
+            args.format,
+        )
+    return int(result.severity)

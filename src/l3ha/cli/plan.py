@@ -1,0 +1,52 @@
+"""``l3ha plan ACTION``: plan offline from a saved snapshot (or the live cloud), change nothing.
+
+I/O: reads a snapshot file (``--snapshot``) or the cloud, writes the plan to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from l3ha.cli.common import add_cloud_options, add_snapshot_option, command_group, read_world
+from l3ha.cli.output import add_format_options
+from l3ha.cli.planning import add_placement_options, add_router_selection, make_plan
+
+
+def register(sub: Any) -> None:
+    """Add ``l3ha plan evacuate|drain|migrate|rebalance|repair``."""
+    group = command_group(
+        sub, "plan", "plan an action offline (from --snapshot FILE) without changing anything"
+    )
+    specs = {
+        "evacuate": "plan moving every router off an agent",
+        "drain": "plan draining an agent (HA make-before-break)",
+        "migrate": "plan moving the given routers",
+        "rebalance": "plan evening out routers over every live agent",
+        "repair": "plan binding unhosted routers and replacing dead HA replicas",
+    }
+    for action, help_text in specs.items():
+        p = group.add_parser(action, help=help_text, description=help_text)
+        if action in ("evacuate", "drain"):
+            p.add_argument("agent", metavar="AGENT", help="host name or agent id")
+        if action == "evacuate":
+            p.add_argument("--force", action="store_true", help="plan even for a live agent")
+            add_router_selection(p, positional=False)
+        if action == "migrate":
+            add_router_selection(p, positional=True)
+        if action == "rebalance":
+            p.add_argument("--max-moves", type=int, metavar="N", help="move at most N routers")
+        add_snapshot_option(p)
+        add_cloud_options(p)
+        add_placement_options(p, targets=action not in ("repair",))
+        add_format_options(p, columns=False)
+        p.set_defaults(func=lambda a, action=action: _run_plan(action, a))
+
+
+def _run_plan(action: str, args: argparse.Namespace) -> int:
+    from l3ha.cli.actions import print_plan
+    from l3ha.cli.common import load_weight_policy
+
+    weights = load_weight_policy(args)
+    snapshot = read_world(args)
+    return print_plan(make_plan(action, args, snapshot, weights), snapshot, args.format)
