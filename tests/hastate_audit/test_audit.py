@@ -33,10 +33,12 @@ def test_no_active_replica() -> None:
     assert kinds == {FindingKind.NO_ACTIVE}
 
 
-def test_all_unknown_replicas_on_dead_agents() -> None:
-    kinds = _audit(Binding("r", "dead", HAState.UNKNOWN))
+def test_every_replica_on_a_dead_agent_is_unknown() -> None:
+    # Neutron reports the dead active replica as unknown, the dead standby stays standby.
+    kinds = _audit(Binding("r", "dead", HAState.UNKNOWN), Binding("r", "off", HAState.STANDBY))
     assert kinds == {
-        FindingKind.ALL_UNKNOWN,
+        FindingKind.UNKNOWN,
+        FindingKind.REPLICA_ON_DISABLED_AGENT,
         FindingKind.REPLICA_ON_DEAD_AGENT,
         FindingKind.TOO_FEW_REPLICAS,
     }

@@ -1,10 +1,11 @@
 """HA router state audit: split brain, no active replica, dead or missing replicas. Pure.
 
 Takes a snapshot (bindings carry each replica's ``ha_state``) and returns
-findings, each with a severity in the Nagios sense: CRITICAL for routers whose
-traffic is or may be lost (no active replica, two actives, every replica
-unknown), WARNING for lost redundancy (a replica on a dead or disabled agent,
-fewer live replicas than wanted, every replica crowded in one AZ).
+findings, each with a severity in the Nagios sense. CRITICAL: routers whose
+traffic is or may be lost (no active replica, two actives, state unknown
+because every hosting agent is dead). WARNING: lost redundancy (a replica on
+a dead or disabled agent, fewer live replicas than wanted, every replica
+crowded in one AZ).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class FindingKind(StrEnum):
 
     NO_ACTIVE = "no_active"
     SPLIT_BRAIN = "split_brain"
-    ALL_UNKNOWN = "all_unknown"
+    UNKNOWN = "unknown"
     REPLICA_ON_DEAD_AGENT = "replica_on_dead_agent"
     REPLICA_ON_DISABLED_AGENT = "replica_on_disabled_agent"
     TOO_FEW_REPLICAS = "too_few_replicas"
@@ -39,7 +40,7 @@ class FindingKind(StrEnum):
 SEVERITY = {
     FindingKind.NO_ACTIVE: Severity.CRITICAL,
     FindingKind.SPLIT_BRAIN: Severity.CRITICAL,
-    FindingKind.ALL_UNKNOWN: Severity.CRITICAL,
+    FindingKind.UNKNOWN: Severity.CRITICAL,
     FindingKind.REPLICA_ON_DEAD_AGENT: Severity.WARNING,
     FindingKind.REPLICA_ON_DISABLED_AGENT: Severity.WARNING,
     FindingKind.TOO_FEW_REPLICAS: Severity.WARNING,
@@ -145,12 +146,12 @@ def _state_findings(router: Router, hosted: list[tuple[Binding, Agent]]) -> list
                 tuple(a.id for a in active),
             )
         ]
-    if all(b.ha_state == HAState.UNKNOWN for b, _ in hosted):
+    if not any(_is_live(a) for _, a in hosted):
         return [
             Finding(
                 router.id,
-                FindingKind.ALL_UNKNOWN,
-                "every replica reports unknown (all hosting agents dead?)",
+                FindingKind.UNKNOWN,
+                "every hosting agent is dead or disabled: state unknown",
                 tuple(a.id for _, a in hosted),
             )
         ]

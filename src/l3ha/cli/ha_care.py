@@ -1,0 +1,106 @@
+"""``l3ha ha audit`` and ``l3ha ha repair``: HA router state audit and redundancy repair.
+
+I/O: reads the cloud (with each replica's ``ha_state``); ``repair`` changes it
+through the executor. Exit codes of ``audit`` follow ``l3ha check``: 0 OK,
+1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from l3ha.cli.actions import add_execution_options, execute_plan
+from l3ha.cli.common import add_cloud_options, add_snapshot_option, open_cloud, read_world
+from l3ha.cli.ha import ha_group
+from l3ha.cli.output import add_format_options, emit
+from l3ha.cli.planning import add_placement_options, placement_from_args
+
+
+def register(subparsers: Any) -> None:
+    """Add ``l3ha ha audit`` and ``l3ha ha repair`` to the shared ``ha`` group."""
+    group = ha_group(subparsers)
+    p = group.add_parser(
+        "audit",
+        help="find HA routers with zero or two active replicas, dead or missing replicas",
+        description=(
+            "Audit every HA router: zero 'active' replicas, two or more (split brain), all "
+            "'unknown', replicas on dead or disabled agents, fewer live replicas than "
+            "--replicas, replicas crowded in one AZ. Exit 0 OK, 1 WARNING, 2 CRITICAL."
+        ),
+    )
+    add_cloud_options(p, weights=False)
+    add_snapshot_option(p)
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        metavar="N",
+        help="live replicas every HA router should have (default: 2)",
+    )
+    add_format_options(p)
+    p.set_defaults(func=_run_audit)
+
+    p = group.add_parser(
+        "repair",
+        help="replace HA replicas on dead or disabled agents (never moves the active one)",
+        description=(
+            "For each HA router with a replica on a dead or disabled (draining) agent: add a "
+            "replica on a healthy agent (another AZ where possible, load-aware), read it back, "
+            "then remove the old binding. Healthy replicas, the active one included, are never "
+            "touched."
+        ),
+    )
+    add_cloud_options(p)
+    add_placement_options(p, targets=False)
+    add_execution_options(p)
+    p.set_defaults(func=_run_repair)
+
+
+AUDIT_COLUMNS = ["router", "name", "severity", "finding", "detail", "agents"]
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    from l3ha.hastate.audit import audit_ha_routers, worst_severity
+
+    snapshot = read_world(args, with_ha_state=True)
+    findings = audit_ha_routers(snapshot, replicas=args.replicas)
+    rows = []
+    for f in findings:
+        router = snapshot.routers_by_id.get(f.router_id)
+        hosts = [snapshot.agents_by_id[a].host for a in f.agents if a in snapshot.agents_by_id]
+        rows.append(
+            {
+                "router": f.router_id,
+                "name": router.name if router else "",
+                "severity": f.severity.name,
+                "finding": f.kind.value,
+                "detail": f.detail,
+                "agents": hosts,
+            }
+        )
+    emit(rows, args.format, args.column, AUDIT_COLUMNS)
+    if args.format == "table":
+        ha_count = sum(1 for r in snapshot.routers if r.ha)
+        sys.stdout.write(f"{len(findings)} finding(s) in {ha_count} HA router(s)\n")
+    return int(worst_severity(findings))
+
+
+def _run_repair(args: argparse.Namespace) -> int:
+    from l3ha.cli.common import load_weight_policy
+    from l3ha.planner import plan_repair
+
+    weights = load_weight_policy(args)
+    cloud = open_cloud(args)
+    snapshot = cloud.read_snapshot(with_ha_state=True)
+    plan = plan_repair(snapshot, placement_from_args(args, snapshot), weights)
+    ha_ids = {r.id for r in snapshot.routers if r.ha}
+    plan = replace(
+        plan,
+        action="ha-repair",
+        moves=tuple(m for m in plan.moves if m.router_id in ha_ids),
+        unplaceable=tuple(u for u in plan.unplaceable if u.router_id in ha_ids),
+    )
+    return execute_plan(args, cloud, snapshot, plan, "ha-repair")
