@@ -144,7 +144,9 @@ def parse_target(kind: str, text: str, default_dns_server: str | None = None) ->
     return PARSERS[target_kind](text)
 
 
-def parse_targets_text(text: str, source: str, default_dns_server: str | None = None) -> list[Target]:
+def parse_targets_text(
+    text: str, source: str, default_dns_server: str | None = None
+) -> list[Target]:
     """Targets from a file's text: ``KIND SPEC [LABEL]`` per line, ``#`` comments."""
     targets = []
     for number, raw in enumerate(text.splitlines(), start=1):

@@ -1,0 +1,341 @@
+"""``l3ha probe``: measure outage windows of ICMP/TCP/HTTP/DNS targets; ``l3ha probe mark``.
+
+I/O: argv, stdout/stderr, signals, files in ``--output``; the probe itself
+lives in ``l3ha.probe``. Heavy imports (matplotlib, dnslib, the cloud adapter)
+happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from l3ha.cli.common import add_cloud_options
+from l3ha.cli.output import add_format_options, emit, emit_document, select_columns
+from l3ha.errors import BadInputError, NotFoundError
+
+USAGE = """
+  l3ha probe [--icmp ADDR]... [--tcp HOST:PORT]... [--http URL]... [--dns NAME[@SERVER]]...
+             [--targets-file FILE] [--interval S] [--timeout S] [--duration S] [--output DIR]
+             [--max-outage S] [--max-loss PCT] [--events] [--router ID]... [options]
+  l3ha probe mark TEXT [--socket PATH | --output DIR]"""
+
+DESCRIPTION = """\
+Sample targets on a fixed grid (each sample independent: a slow one never
+delays the next) and measure outage windows: from the start of the first
+failed sample to the start of the first successful one after it. Runs until
+Ctrl-C unless --duration is given; either way it prints a timeline and a
+summary table and, with --output DIR, writes samples.jsonl, events.jsonl,
+timeline.txt, summary.json, report.png and report.html. --max-outage and
+--max-loss turn it into a gate (exit 1 when exceeded). A target may carry a
+label: --http keystone=https://keystone.example:5000/v3. While it runs,
+'l3ha probe mark TEXT' in another shell adds a marker to its timeline.
+"""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _status_range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    try:
+        bounds = (int(low), int(high or low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a status range like 200-399") from None
+    if not 100 <= bounds[0] <= bounds[1] <= 599:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a status range within 100-599")
+    return bounds
+
+
+class _TargetAction(argparse.Action):
+    """Collect ``--icmp/--tcp/--http/--dns`` into one list in command-line order."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        specs = list(getattr(namespace, "target_specs", None) or [])
+        specs.append((self.dest, values))
+        namespace.target_specs = specs
+
+
+def register(subparsers: Any) -> None:
+    """Add ``probe`` and ``probe mark``."""
+    parser = subparsers.add_parser(
+        "probe",
+        help="measure outages of ICMP/TCP/HTTP/DNS targets (and mark a running probe)",
+        description=DESCRIPTION,
+        usage=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_target_options(parser)
+    _add_run_options(parser)
+    add_format_options(parser)
+    add_cloud_options(parser, weights=False)
+    parser.set_defaults(func=run_probe)
+    sub = parser.add_subparsers(
+        title="subcommands", metavar="SUBCOMMAND", parser_class=type(parser), prog=parser.prog
+    )
+    mark = sub.add_parser(
+        "mark",
+        help="add a marker to a running probe's timeline",
+        description="Add a marker (e.g. 'upgrade starts') to the timeline of a running probe.",
+    )
+    mark.add_argument("text", metavar="TEXT", help="the marker text")
+    where = mark.add_mutually_exclusive_group()
+    where.add_argument("--socket", type=Path, metavar="PATH", help="the probe's marker socket")
+    where.add_argument("--output", type=Path, metavar="DIR", help="the probe's --output DIR")
+    mark.set_defaults(func=mark_probe)
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("targets (each repeatable, [LABEL=]SPEC)")
+    group.add_argument("--icmp", action=_TargetAction, metavar="ADDR", help="echo an IP")
+    group.add_argument("--tcp", action=_TargetAction, metavar="HOST:PORT", help="connect over TCP")
+    group.add_argument(
+        "--http", action=_TargetAction, metavar="URL", help="GET a URL, check status"
+    )
+    group.add_argument(
+        "--dns",
+        action=_TargetAction,
+        metavar="NAME[@SERVER[:PORT]]",
+        help="ask for NAME's A record (server defaults to resolv.conf's first)",
+    )
+    group.add_argument(
+        "--targets-file",
+        type=Path,
+        metavar="FILE",
+        help="targets, one 'KIND SPEC [LABEL]' per line ('#' comments)",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sampling and output")
+    group.add_argument(
+        "--interval",
+        type=_positive,
+        default=1.0,
+        metavar="S",
+        help="seconds between samples of one target (default 1)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=_positive,
+        default=1.0,
+        metavar="S",
+        help="a sample that takes longer fails (default 1)",
+    )
+    group.add_argument(
+        "--duration",
+        type=_positive,
+        metavar="S",
+        help="stop after this long (default: run until Ctrl-C)",
+    )
+    group.add_argument(
+        "--http-ok",
+        type=_status_range,
+        default=(200, 399),
+        metavar="LOW-HIGH",
+        help="HTTP status codes that count as up (default 200-399)",
+    )
+    group.add_argument(
+        "--icmp-mode",
+        choices=("auto", "raw", "dgram"),
+        default="auto",
+        help="ICMP socket: raw (root), dgram (ping_group_range) or auto",
+    )
+    group.add_argument(
+        "--output", type=Path, metavar="DIR", help="write samples, events, summary and report here"
+    )
+    group.add_argument(
+        "--socket", type=Path, metavar="PATH", help="also listen for markers on this unix socket"
+    )
+    group.add_argument("--name", default="probe", metavar="LABEL", help="title of the report")
+    gate = parser.add_argument_group("gate (exit 1 when exceeded)")
+    gate.add_argument(
+        "--max-outage",
+        type=_non_negative,
+        metavar="S",
+        help="longest allowed outage of any target, seconds",
+    )
+    gate.add_argument(
+        "--max-loss",
+        type=_non_negative,
+        metavar="PCT",
+        help="highest allowed sample loss of any target, percent",
+    )
+    events = parser.add_argument_group("control-plane events")
+    events.add_argument(
+        "--events", action="store_true", help="poll the cloud for agent alive/dead/admin changes"
+    )
+    events.add_argument(
+        "--router",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="also follow this router's (id or name) bindings and HA states (implies --events)",
+    )
+    events.add_argument(
+        "--events-interval",
+        type=_positive,
+        default=2.0,
+        metavar="S",
+        help="seconds between cloud polls (default 2)",
+    )
+
+
+# --- handlers ------------------------------------------------------------------------
+
+
+def collect_targets(args: argparse.Namespace) -> list[Any]:
+    """Every target from the options and the targets file, validated."""
+    from l3ha.probe.targets import check_unique, parse_target, parse_targets_text
+
+    specs = getattr(args, "target_specs", None) or []
+    wants_dns = any(kind == "dns" for kind, _ in specs) or args.targets_file
+    default_dns = _default_nameserver() if wants_dns else None
+    targets = [parse_target(kind, spec, default_dns) for kind, spec in specs]
+    if args.targets_file is not None:
+        try:
+            text = args.targets_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"targets file {args.targets_file} does not exist") from None
+        except OSError as exc:
+            raise BadInputError(f"cannot read targets file {args.targets_file}: {exc}") from None
+        targets += parse_targets_text(text, str(args.targets_file), default_dns)
+    if not targets:
+        raise BadInputError("no targets: give --icmp, --tcp, --http, --dns or --targets-file")
+    check_unique(targets)
+    return targets
+
+
+def _default_nameserver() -> str | None:
+    from l3ha.probe.targets import nameserver_from_resolv_conf
+
+    try:
+        return nameserver_from_resolv_conf(Path("/etc/resolv.conf").read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    """Run the probe, print timeline and summary, write the report; 1 when the gate fails."""
+    from l3ha.probe.live import LiveView
+    from l3ha.probe.marks import socket_in, well_known_socket
+    from l3ha.probe.report import SampleLog, summary_document, summary_rows, write_report
+    from l3ha.probe.runner import Probe, ProbeConfig
+    from l3ha.probe.samplers import IcmpMode
+    from l3ha.probe.timeline import timeline_lines
+
+    targets = collect_targets(args)
+    select_columns([], args.column, _summary_columns())  # an unknown -c fails now, not at the end
+    sockets = [p for p in (args.socket, args.output and socket_in(args.output)) if p]
+    config = ProbeConfig(
+        targets=tuple(targets),
+        interval=args.interval,
+        timeout=args.timeout,
+        duration=args.duration,
+        http_ok=args.http_ok,
+        icmp_mode=IcmpMode(args.icmp_mode),
+        name=args.name,
+        mark_sockets=(*sockets, well_known_socket()),
+    )
+    probe = Probe(config, _event_sources(args))
+    log = SampleLog(args.output) if args.output else None
+    if log is not None:
+        probe.add_observer(log)
+    if sys.stdout.isatty() and args.format == "table":
+        probe.add_observer(LiveView(sys.stdout))
+    try:
+        with _stop_on_signals(probe):
+            result = probe.run()
+    finally:
+        if log is not None:
+            log.close()
+    summary = summary_document(result, args.max_outage, args.max_loss)
+    if args.output:
+        write_report(result, summary, args.output)
+    if args.format == "table":
+        lines = timeline_lines(result.transitions, result.events, result.origin, result.until)
+        sys.stdout.write("".join(line + "\n" for line in lines) + ("\n" if lines else ""))
+        emit(summary_rows(summary), "table", args.column, _summary_columns())
+    else:
+        emit_document(summary, args.format)
+    for violation in summary["gate"]["violations"]:
+        sys.stderr.write(f"l3ha: gate failed: {violation}\n")
+    return 0 if summary["gate"]["passed"] else 1
+
+
+def _summary_columns() -> list[str]:
+    from l3ha.probe.report import SUMMARY_COLUMNS
+
+    return list(SUMMARY_COLUMNS)
+
+
+class _stop_on_signals:  # noqa: N801 - used as a context manager
+    """SIGINT/SIGTERM stop the probe (which still writes its report); a second SIGINT aborts."""
+
+    def __init__(self, probe: Any) -> None:
+        self._probe = probe
+        self._saved: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self._probe.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __enter__(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._saved[signum] = signal.signal(signum, self._handle)
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+
+
+def _event_sources(args: argparse.Namespace) -> list[Any]:
+    if not (args.events or args.router):
+        return []
+    from l3ha.clock import SystemClock
+    from l3ha.cloud.adapter import connect_from_args
+    from l3ha.model import Snapshot
+    from l3ha.probe.events import CloudEventPoller
+
+    cloud = connect_from_args(args)
+    known = Snapshot(agents=(), routers=tuple(cloud.list_routers()), bindings=())
+    routers = [known.find_router(ref) for ref in args.router]
+    labels = {r.id: r.name or r.id for r in routers}
+    poller = CloudEventPoller(cloud, SystemClock(), list(labels), args.events_interval, labels)
+    return [poller]
+
+
+def mark_probe(args: argparse.Namespace) -> int:
+    """Send a marker to a running probe."""
+    from l3ha.probe.marks import send_mark, socket_in, well_known_socket
+
+    path = args.socket or (socket_in(args.output) if args.output else well_known_socket())
+    at = send_mark(path, args.text)
+    sys.stdout.write(f"marked at +{at:.3f}s: {args.text}\n")
+    return 0

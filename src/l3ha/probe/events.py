@@ -1,0 +1,204 @@
+"""Control-plane events for the probe timeline, and the cloud poller that finds them.
+
+I/O: ``CloudEventPoller`` calls the cloud (through the ``l3ha.cloud.base.Cloud``
+protocol) from its own thread. The diff functions that turn two observations
+into event texts are pure. Any other source (markers, l3ha's journal) only has
+to call an ``EventSink`` with ``Event`` objects; ``EventSource`` is the small
+start/stop contract the probe runner drives.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.errors import L3haError
+from l3ha.model import Agent, Binding
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened, stamped on the monotonic clock and as UNIX wall seconds."""
+
+    mono: float
+    wall: float
+    source: str
+    text: str
+
+    def to_json(self, origin: float) -> dict[str, Any]:
+        return {
+            "t_s": round(self.mono - origin, 6),
+            "mono": round(self.mono, 6),
+            "wall": round(self.wall, 6),
+            "source": self.source,
+            "text": self.text,
+        }
+
+
+EventSink = Callable[[Event], None]
+
+
+class EventSource(Protocol):
+    """Something that reports events to a sink while the probe runs."""
+
+    def start(self, sink: EventSink) -> None:
+        """Begin reporting (return at once; work in the background)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop reporting and release resources (idempotent)."""
+        ...
+
+
+def stamp(clock: Clock, source: str, text: str) -> Event:
+    """An event happening now."""
+    return Event(clock.monotonic(), clock.wall().timestamp(), source, text)
+
+
+# --- pure diffs ----------------------------------------------------------------
+
+
+def agent_changes(before: Mapping[str, Agent], after: Mapping[str, Agent]) -> list[str]:
+    """Event texts for agents that changed liveness or admin state, appeared or vanished."""
+    texts = []
+    for agent_id, agent in sorted(after.items(), key=lambda kv: kv[1].host):
+        old = before.get(agent_id)
+        name = f"agent {agent.host}"
+        if old is None:
+            texts.append(f"{name}: appeared ({'alive' if agent.alive else 'dead'})")
+            continue
+        if old.alive != agent.alive:
+            texts.append(f"{name}: {'alive' if agent.alive else 'dead'}")
+        if old.admin_state_up != agent.admin_state_up:
+            texts.append(f"{name}: admin {'up' if agent.admin_state_up else 'down'}")
+    for agent_id in sorted(set(before) - set(after)):
+        texts.append(f"agent {before[agent_id].host}: gone")
+    return texts
+
+
+def binding_changes(
+    router: str,
+    before: Sequence[Binding],
+    after: Sequence[Binding],
+    hosts: Mapping[str, str],
+) -> list[str]:
+    """Event texts for one router: bound/unbound agents and ``ha_state`` changes."""
+    old = {b.agent_id: b for b in before}
+    new = {b.agent_id: b for b in after}
+    texts = []
+    for agent_id in sorted(new, key=lambda a: hosts.get(a, a)):
+        host = hosts.get(agent_id, agent_id)
+        if agent_id not in old:
+            texts.append(f"router {router}: bound to {host}{_state_suffix(new[agent_id])}")
+        elif old[agent_id].ha_state != new[agent_id].ha_state:
+            texts.append(
+                f"router {router} on {host}: {_state(old[agent_id])} -> {_state(new[agent_id])}"
+            )
+    for agent_id in sorted(set(old) - set(new), key=lambda a: hosts.get(a, a)):
+        texts.append(f"router {router}: unbound from {hosts.get(agent_id, agent_id)}")
+    return texts
+
+
+def _state(binding: Binding) -> str:
+    return str(binding.ha_state) if binding.ha_state is not None else "none"
+
+
+def _state_suffix(binding: Binding) -> str:
+    return f" ({binding.ha_state})" if binding.ha_state is not None else ""
+
+
+# --- the poller ------------------------------------------------------------------
+
+
+class CloudEventPoller:
+    """Polls agents (and the bindings of chosen routers) and reports what changed."""
+
+    source = "cloud"
+
+    def __init__(
+        self,
+        cloud: Cloud,
+        clock: Clock,
+        routers: Sequence[str] = (),
+        interval: float = 2.0,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self._cloud = cloud
+        self._clock = clock
+        self._routers = list(routers)
+        self._labels = dict(labels or {})
+        self._interval = interval
+        self._agents: dict[str, Agent] | None = None
+        self._bindings: dict[str, list[Binding]] = {}
+        self._failing = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sink: EventSink = lambda event: None
+
+    def start(self, sink: EventSink) -> None:
+        self._sink = sink
+        self._thread = threading.Thread(target=self._loop, name="l3ha-probe-events", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.poll_once()
+            self._stop.wait(self._interval)
+
+    def poll_once(self) -> list[Event]:
+        """Observe once and report the changes since the last observation."""
+        try:
+            texts = self._observe()
+        except L3haError as exc:
+            texts = [] if self._failing else [f"cloud: poll failed: {exc}"]
+            self._failing = True
+        else:
+            if self._failing:
+                texts.insert(0, "cloud: poll recovered")
+            self._failing = False
+        events = [stamp(self._clock, self.source, text) for text in texts]
+        for event in events:
+            self._sink(event)
+        return events
+
+    def _observe(self) -> list[str]:
+        agents = {a.id: a for a in self._cloud.list_agents()}
+        bindings = {r: self._cloud.router_bindings(r) for r in self._routers}
+        hosts = {a.id: a.host for a in agents.values()}
+        if self._agents is None:
+            named = {self._labels.get(r, r): b for r, b in bindings.items()}
+            texts = [_baseline(agents, named, hosts)]
+        else:
+            texts = agent_changes(self._agents, agents)
+            for router in self._routers:
+                texts += binding_changes(
+                    self._labels.get(router, router),
+                    self._bindings.get(router, []),
+                    bindings[router],
+                    hosts,
+                )
+        self._agents, self._bindings = agents, bindings
+        return texts
+
+
+def _baseline(
+    agents: Mapping[str, Agent], bindings: Mapping[str, list[Binding]], hosts: Mapping[str, str]
+) -> str:
+    alive = sum(1 for a in agents.values() if a.alive)
+    text = f"cloud: watching {len(agents)} L3 agents ({alive} alive)"
+    for router, items in bindings.items():
+        where = ", ".join(f"{hosts.get(b.agent_id, b.agent_id)}{_state_suffix(b)}" for b in items)
+        text += f"; router {router} on {where or 'no agent'}"
+    return text

@@ -1,0 +1,1 @@
+"""Tests of the disruption probe (``l3ha.probe`` and ``l3ha probe``)."""
