@@ -1,0 +1,198 @@
+"""Options and helpers of cloud-facing commands. I/O: reads weights/snapshot files, opens clouds.
+
+- ``add_cloud_options``: ``--os-cloud``, ``--insecure``, ``--os-cacert``,
+  ``--api-timeout`` and the weight options ``--weights``, ``--busy-weight``,
+  ``--busy-threshold``.
+- ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
+- ``load_weight_policy``, ``open_cloud``, ``read_world``: turn those options into
+  a ``WeightPolicy``, a ``Cloud`` and a ``Snapshot``.
+- ``command_group``: ``l3ha agent ...``/``l3ha router ...`` groups that several
+  command modules can add subcommands to.
+
+openstacksdk is imported only when a cloud is actually opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from l3ha.errors import BadInputError
+from l3ha.model import Snapshot
+from l3ha.weights import DEFAULT_BUSY_WEIGHT, WeightPolicy
+
+if TYPE_CHECKING:
+    from l3ha.cloud.adapter import NeutronCloud
+
+DEFAULT_API_TIMEOUT = 60.0
+_GROUP_ATTR = "_l3ha_subcommands"
+
+
+def command_group(
+    subparsers: Any, name: str, help_text: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The subcommand set of ``l3ha NAME``, created on first use and shared afterwards."""
+    existing = subparsers.choices.get(name)
+    if existing is not None:
+        group: argparse._SubParsersAction[argparse.ArgumentParser] = getattr(existing, _GROUP_ATTR)
+        return group
+    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    group = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(parser))
+    setattr(parser, _GROUP_ATTR, group)
+    parser.set_defaults(func=lambda _args: _group_usage(parser))
+    return group
+
+
+def _group_usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def add_cloud_options(parser: argparse.ArgumentParser, weights: bool = True) -> None:
+    """Options naming the cloud (and, with ``weights``, how busy routers are weighed)."""
+    cloud = parser.add_argument_group("cloud")
+    cloud.add_argument(
+        "--os-cloud",
+        metavar="NAME",
+        help="clouds.yaml entry to use (default: $OS_CLOUD, else the OS_* variables)",
+    )
+    cloud.add_argument(
+        "--insecure",
+        action="store_true",
+        help="do not verify the API's TLS certificate (a warning is logged; prefer --os-cacert)",
+    )
+    cloud.add_argument("--os-cacert", metavar="FILE", help="CA bundle to verify the API with")
+    cloud.add_argument(
+        "--api-timeout",
+        type=_positive_float,
+        default=DEFAULT_API_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on one API request after this long (default: {DEFAULT_API_TIMEOUT:g})",
+    )
+    if weights:
+        add_weight_options(parser)
+
+
+def add_weight_options(parser: argparse.ArgumentParser) -> None:
+    """``--weights FILE``, ``--busy-weight N``, ``--busy-threshold N``."""
+    group = parser.add_argument_group("router weights")
+    group.add_argument(
+        "--weights",
+        metavar="FILE",
+        help="JSON or YAML mapping router id -> weight; overrides the routers' tags",
+    )
+    group.add_argument(
+        "--busy-weight",
+        type=_positive_int,
+        default=DEFAULT_BUSY_WEIGHT,
+        metavar="N",
+        help=f"weight of a router tagged l3ha:busy (default: {DEFAULT_BUSY_WEIGHT})",
+    )
+    group.add_argument(
+        "--busy-threshold",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="a router of at least this weight counts as busy (default: the busy weight)",
+    )
+
+
+def add_snapshot_option(parser: argparse.ArgumentParser) -> None:
+    """``--snapshot FILE``: read the world from a saved snapshot instead of the cloud."""
+    parser.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="work offline from a file written by 'l3ha snapshot save' instead of the cloud",
+    )
+
+
+def parse_weights(text: str, source: str) -> dict[str, int]:
+    """A weights document (JSON or YAML mapping router id -> non-negative integer)."""
+    try:
+        doc: object = json.loads(text)
+    except ValueError:
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise BadInputError(
+                f"weights file {source}: neither JSON nor YAML ({_yaml_problem(exc)})"
+            ) from exc
+    if doc is None:
+        return {}
+    if not isinstance(doc, Mapping):
+        raise BadInputError(f"weights file {source}: expected a mapping router id -> weight")
+    weights: dict[str, int] = {}
+    for key, value in doc.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise BadInputError(
+                f"weights file {source}: weight of {key!r} must be a non-negative integer, "
+                f"not {value!r}"
+            )
+        weights[str(key)] = value
+    return weights
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A one-line description of a YAML syntax error."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or "syntax error"
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    return " ".join(f"{where}{problem}".split())
+
+
+def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
+    """The ``WeightPolicy`` the weight options describe (a bad file is a ``BadInputError``)."""
+    busy_weight = int(getattr(args, "busy_weight", None) or DEFAULT_BUSY_WEIGHT)
+    threshold = getattr(args, "busy_threshold", None) or busy_weight
+    overrides: dict[str, int] = {}
+    path = getattr(args, "weights", None)
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise BadInputError(f"cannot read weights file {path}: {reason}") from exc
+        overrides = parse_weights(text, path)
+    return WeightPolicy(busy_weight=busy_weight, busy_threshold=int(threshold), overrides=overrides)
+
+
+def open_cloud(args: argparse.Namespace) -> NeutronCloud:
+    """Connect to the cloud the options name; errors are one-line ``l3ha.errors``."""
+    from l3ha.cloud.adapter import connect_from_args
+
+    return connect_from_args(args)
+
+
+def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:
+    """The snapshot named by ``--snapshot``, or a fresh read of the cloud."""
+    path = getattr(args, "snapshot", None)
+    if path:
+        from l3ha.snapshotfile import load_snapshot
+
+        return load_snapshot(path)
+    return open_cloud(args).read_snapshot(with_ha_state=with_ha_state)

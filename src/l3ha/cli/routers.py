@@ -1,0 +1,110 @@
+"""``l3ha router list``: routers, weights, hosting agents. I/O: reads cloud or snapshot, stdout."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from l3ha.cli.common import (
+    add_cloud_options,
+    add_snapshot_option,
+    command_group,
+    load_weight_policy,
+    read_world,
+)
+from l3ha.cli.output import add_format_options, emit
+from l3ha.model import Router, Snapshot
+from l3ha.weights import WeightPolicy
+
+ROUTER_COLUMNS = (
+    "id",
+    "name",
+    "ha",
+    "distributed",
+    "az_hints",
+    "weight",
+    "busy",
+    "agents",
+    "agent_ids",
+    "tags",
+    "project_id",
+)
+DEFAULT_ROUTER_COLUMNS = ROUTER_COLUMNS[:8]
+
+
+def hosting_text(snapshot: Snapshot, router_id: str) -> list[str]:
+    """``["net-1(active)", "net-2(standby)"]``: hosts of a router, sorted. Pure."""
+    items = []
+    for binding in snapshot.bindings_of_router(router_id):
+        agent = snapshot.agents_by_id.get(binding.agent_id)
+        host = agent.host if agent else binding.agent_id
+        items.append(f"{host}({binding.ha_state})" if binding.ha_state else host)
+    return sorted(items)
+
+
+def select_routers(snapshot: Snapshot, agent_ref: str | None, unhosted: bool) -> list[Router]:
+    """The routers to show: all, those on one agent, or the unhosted ones. Pure."""
+    if unhosted:
+        routers = list(snapshot.unhosted_routers())
+    elif agent_ref:
+        agent = snapshot.find_agent(agent_ref)
+        ids = {b.router_id for b in snapshot.bindings_of_agent(agent.id)}
+        routers = [r for r in snapshot.routers if r.id in ids]
+    else:
+        routers = list(snapshot.routers)
+    return sorted(routers, key=lambda r: (r.name, r.id))
+
+
+def router_rows(
+    snapshot: Snapshot, routers: list[Router], policy: WeightPolicy
+) -> list[dict[str, Any]]:
+    """One row per router. Pure."""
+    return [
+        {
+            "id": r.id,
+            "name": r.name,
+            "ha": r.ha,
+            "distributed": r.distributed,
+            "az_hints": list(r.availability_zone_hints),
+            "weight": policy.weight(r),
+            "busy": policy.is_busy(r),
+            "agents": hosting_text(snapshot, r.id),
+            "agent_ids": sorted(b.agent_id for b in snapshot.bindings_of_router(r.id)),
+            "tags": list(r.tags),
+            "project_id": r.project_id,
+        }
+        for r in routers
+    ]
+
+
+def list_routers(args: argparse.Namespace) -> int:
+    """Handler of ``l3ha router list``."""
+    policy = load_weight_policy(args)
+    snapshot = read_world(args, with_ha_state=not args.unhosted)
+    routers = select_routers(snapshot, args.agent, args.unhosted)
+    columns = args.column or list(DEFAULT_ROUTER_COLUMNS)
+    emit(router_rows(snapshot, routers, policy), args.format, columns, ROUTER_COLUMNS)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``l3ha router list``."""
+    group = command_group(subparsers, "router", "routers: list them with weights and agents")
+    parser = group.add_parser(
+        "list",
+        help="list routers with their weight and hosting agents",
+        description=(
+            "List routers: id, name, ha, distributed, availability zone hints, weight, busy, "
+            "and the agents hosting each one with their HA state, e.g. "
+            "'net-1(active), net-2(standby)'. Extra columns: agent_ids, tags, project_id."
+        ),
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--agent", metavar="HOST|ID", help="only routers hosted by this agent (host name or id)"
+    )
+    which.add_argument("--unhosted", action="store_true", help="only routers with no L3 agent")
+    add_cloud_options(parser)
+    add_snapshot_option(parser)
+    add_format_options(parser)
+    parser.set_defaults(func=list_routers)
