@@ -15,7 +15,8 @@ Requests are handled one at a time (a lock around the application) because SQLit
 answers "database is locked" under concurrent writes.
 
 Test-only admin endpoints, outside the Neutron API, drive neutron's own test helpers
-(``neutron.tests.common.helpers``) in this process, against the same database:
+(``neutron.tests.common.helpers``) and its L3 agent RPC handler in this process, against
+the same database:
 
     POST /_contract/agents                        {"host": H, "agent_mode": M, "az": Z}
          -> 201 {"agent": {...}}                  register_l3_agent
@@ -23,6 +24,9 @@ Test-only admin endpoints, outside the Neutron API, drive neutron's own test hel
     POST /_contract/agents/{id}/revive            -> 204   revive_agent
     POST /_contract/agents/{id}/admin_state       {"admin_state_up": B} -> 204
                                                   set_agent_admin_state
+    POST /_contract/routers/{id}/ha_state         {"host": H, "state": "active"|"standby"}
+         -> 204   the agent RPC handler L3RpcCallback.update_ha_routers_states, i.e. what
+                  an L3 agent reports after a keepalived transition
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socketserver
 import sys
 import threading
@@ -48,6 +53,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--config-dir", required=True, type=Path)
     parser.add_argument("--port-file", required=True, type=Path)
     return parser.parse_args(argv)
+
+
+def install_paste_config(config_dir: Path) -> None:
+    """Copy the api-paste.ini that the neutron wheel installs under sys.prefix."""
+    target = config_dir / "api-paste.ini"
+    if target.exists():
+        return
+    source = Path(sys.prefix) / "etc" / "neutron" / "api-paste.ini"
+    if not source.exists():
+        sys.exit(f"serve.py: {source} is missing; is neutron installed in this virtualenv?")
+    shutil.copyfile(source, target)
 
 
 def point_neutron_at(config_dir: Path) -> None:
@@ -84,9 +100,7 @@ def build_schema(config_dir: Path) -> None:
         sys.argv = saved_argv
 
 
-def json_response(
-    start_response: Callable[..., Any], status: str, body: Any = None
-) -> list[bytes]:
+def json_response(start_response: Callable[..., Any], status: str, body: Any = None) -> list[bytes]:
     if body is None:
         start_response(status, [("Content-Length", "0")])
         return [b""]
@@ -104,30 +118,28 @@ def read_json(environ: dict[str, Any]) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def jsonable_agent(agent: Any) -> dict[str, Any]:
-    return {key: (str(value) if value is not None else None) for key, value in dict(agent).items()
-            if key in {"id", "host", "agent_type"}}
+def jsonable_agent(agent: Any) -> dict[str, str]:
+    """The identity of a registered agent (the helpers return a database object)."""
+    return {"id": str(agent["id"]), "host": str(agent["host"])}
 
 
-def handle_admin(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-    """The /_contract/ endpoints: neutron's test helpers, run in this process."""
+NOT_FOUND = "404 Not Found"
+
+
+def register_agent(body: dict[str, Any]) -> tuple[str, Any]:
     from neutron.tests.common import helpers
 
-    method = environ["REQUEST_METHOD"]
-    parts = environ["PATH_INFO"][len(ADMIN_PREFIX) :].strip("/").split("/")
-    if method != "POST" or not parts or parts[0] != "agents":
-        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
-    body = read_json(environ)
-    if len(parts) == 1:
-        agent = helpers.register_l3_agent(
-            host=body["host"],
-            agent_mode=body.get("agent_mode", "legacy"),
-            az=body.get("az", helpers.DEFAULT_AZ),
-        )
-        return json_response(start_response, "201 Created", {"agent": jsonable_agent(agent)})
-    if len(parts) != 3:
-        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
-    agent_id, action = parts[1], parts[2]
+    agent = helpers.register_l3_agent(
+        host=body["host"],
+        agent_mode=body.get("agent_mode", "legacy"),
+        az=body.get("az", helpers.DEFAULT_AZ),
+    )
+    return "201 Created", {"agent": jsonable_agent(agent)}
+
+
+def change_agent(agent_id: str, action: str, body: dict[str, Any]) -> tuple[str, Any]:
+    from neutron.tests.common import helpers
+
     if action == "kill":
         helpers.kill_agent(agent_id)
     elif action == "revive":
@@ -135,8 +147,38 @@ def handle_admin(environ: dict[str, Any], start_response: Callable[..., Any]) ->
     elif action == "admin_state":
         helpers.set_agent_admin_state(agent_id, bool(body["admin_state_up"]))
     else:
-        return json_response(start_response, "404 Not Found", {"error": "no such admin call"})
-    return json_response(start_response, "204 No Content")
+        return NOT_FOUND, {"error": f"no agent action {action}"}
+    return "204 No Content", None
+
+
+def report_ha_state(router_id: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """What an L3 agent's keepalived-state-change does, through the agent RPC handler."""
+    from neutron.api.rpc.handlers.l3_rpc import L3RpcCallback
+    from neutron_lib import context
+
+    L3RpcCallback().update_ha_routers_states(
+        context.get_admin_context(), states={router_id: body["state"]}, host=body["host"]
+    )
+    return "204 No Content", None
+
+
+def dispatch_admin(path: str, body: dict[str, Any]) -> tuple[str, Any]:
+    parts = path[len(ADMIN_PREFIX) :].strip("/").split("/")
+    if parts == ["agents"]:
+        return register_agent(body)
+    if len(parts) == 3 and parts[0] == "agents":
+        return change_agent(parts[1], parts[2], body)
+    if len(parts) == 3 and parts[0] == "routers" and parts[2] == "ha_state":
+        return report_ha_state(parts[1], body)
+    return NOT_FOUND, {"error": f"no admin call {path}"}
+
+
+def handle_admin(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The /_contract/ endpoints: neutron's own helpers, run in this process."""
+    if environ["REQUEST_METHOD"] != "POST":
+        return json_response(start_response, "405 Method Not Allowed", {"error": "POST only"})
+    status, reply = dispatch_admin(environ["PATH_INFO"], read_json(environ))
+    return json_response(start_response, status, reply)
 
 
 def serialised(neutron_app: WsgiApp) -> WsgiApp:
@@ -147,7 +189,13 @@ def serialised(neutron_app: WsgiApp) -> WsgiApp:
         with lock:
             if environ["PATH_INFO"].startswith(ADMIN_PREFIX):
                 return handle_admin(environ, start_response)
-            return list(neutron_app(environ, start_response))
+            result = neutron_app(environ, start_response)
+            try:
+                return list(result)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
 
     return app
 
@@ -156,8 +204,10 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn, simple_server.WSGIServer)
     daemon_threads = True
 
 
-class QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+class AccessLogHandler(simple_server.WSGIRequestHandler):
+    """One access line per request on stderr (the fixture's server.log)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write("access: " + (format % args) + "\n")
 
 
@@ -169,7 +219,7 @@ def serve(port_file: Path) -> None:
         0,
         serialised(application),
         server_class=ThreadingWSGIServer,
-        handler_class=QuietHandler,
+        handler_class=AccessLogHandler,
     )
     tmp = port_file.with_suffix(".tmp")
     tmp.write_text(str(server.server_port))
@@ -179,6 +229,7 @@ def serve(port_file: Path) -> None:
 
 def main() -> None:
     args = parse_args(sys.argv[1:])
+    install_paste_config(args.config_dir)
     point_neutron_at(args.config_dir)
     build_schema(args.config_dir)
     serve(args.port_file)

@@ -1,0 +1,87 @@
+"""The l3ha emulator as a contract backend; serves HTTP on loopback from this process.
+
+The emulator runs on a ManualClock: "kill an agent" stops its heartbeats and then
+advances simulated time past ``agent_down_time``, so the agent reads dead at once
+without the test sleeping. Agents are built up front (``net-1..net-N`` legacy,
+``snat-*`` dvr_snat, ``compute-1`` dvr) and handed out one per request, so every test
+owns the agents it changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.contract.contract_http import Api
+from tests.contract.contract_neutron import AgentRef
+
+LEGACY_AGENTS = 120
+# Simulated seconds for a bound HA router's replicas to be processed and elect an active.
+HA_SETTLE_S = 60.0
+
+
+class EmulatorBackend:
+    """The contract suite's view of an in-process emulator."""
+
+    name = "emulator"
+
+    def __init__(self, emulator: Any) -> None:
+        self.emulator = emulator
+        self.url: str = emulator.url
+        self.api = Api(self.url)
+        self._ids: dict[str, str] = emulator.agent_ids_by_host()
+        self._unused = {
+            "legacy": [f"net-{n}" for n in range(1, LEGACY_AGENTS + 1)],
+            "dvr_snat": sorted(host for host in self._ids if host.startswith("snat-")),
+        }
+
+    @classmethod
+    def start(cls) -> EmulatorBackend:
+        from l3ha.clock import ManualClock
+        from l3ha.emulator import Emulator, EmulatorConfig
+
+        config = EmulatorConfig(agents=LEGACY_AGENTS, routers=1, dvr_routers=1)
+        return cls(Emulator(config, clock=ManualClock()).start())
+
+    def stop(self) -> None:
+        self.emulator.stop()
+
+    def new_agent(self, mode: str = "legacy") -> AgentRef:
+        """An agent no other test has used (the one dvr agent is shared: tests only read it)."""
+        if mode == "dvr":
+            return AgentRef(id=self._ids["compute-1"], host="compute-1")
+        unused = self._unused[mode]
+        if not unused:
+            raise AssertionError(f"the emulator has no unused {mode} agent left")
+        host = unused.pop(0)
+        return AgentRef(id=self._ids[host], host=host)
+
+    def kill_agent(self, agent: AgentRef) -> None:
+        """Stop the agent and let simulated time pass until its heartbeat is stale."""
+        self.emulator.kill_agent(agent.host)
+        config = self.emulator.cfg
+        self.emulator.advance(config.agent_down_time + config.report_interval)
+
+    def kill_agents(self, agents: list[AgentRef]) -> None:
+        """Several agents dead at once: all stop, then time passes once."""
+        for agent in agents:
+            self.emulator.kill_agent(agent.host)
+        config = self.emulator.cfg
+        self.emulator.advance(config.agent_down_time + config.report_interval)
+
+    def settle_ha(self, router_id: str) -> str:
+        """Let the replicas be processed and VRRP elect; return the active agent's id."""
+        self.emulator.advance(HA_SETTLE_S)
+        hosting = self.api.get(f"/v2.0/routers/{router_id}/l3-agents").json()["agents"]
+        active = [agent["id"] for agent in hosting if agent["ha_state"] == "active"]
+        if len(active) != 1:
+            raise AssertionError(f"HA router {router_id} did not elect one active: {hosting}")
+        return str(active[0])
+
+    def revive_agent(self, agent: AgentRef) -> None:
+        self.emulator.advance(1.0)
+        self.emulator.revive_agent(agent.host)
+
+    def set_admin_state(self, agent: AgentRef, up: bool) -> None:
+        reply = self.api.put(f"/v2.0/agents/{agent.id}", {"agent": {"admin_state_up": up}})
+        if reply.status != 200:
+            raise AssertionError(f"admin state of {agent.host}: {reply.status} {reply.text}")

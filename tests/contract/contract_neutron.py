@@ -1,0 +1,218 @@
+"""Starts and stops the real Neutron API server for the contract suite; spawns a process.
+
+Writes ``neutron.conf`` and ``ml2_conf.ini`` into a scratch directory, runs
+``tests/neutron_server/serve.py`` with the Neutron virtualenv's interpreter
+(``L3HA_NEUTRON_PYTHON``), waits for the port file and for ``GET /`` to answer, and
+drives agents through serve.py's ``/_contract/`` endpoints, which call
+``neutron.tests.common.helpers`` inside the server process against the same database.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.contract.contract_http import Api, call
+
+SERVE_SCRIPT = Path(__file__).resolve().parent.parent / "neutron_server" / "serve.py"
+START_TIMEOUT_S = 240.0
+PYTHON_ENV = "L3HA_NEUTRON_PYTHON"
+
+# agent_down_time is long so that agents registered at the start of the session (which
+# never report) stay alive for the whole run; kill_agent() dates the heartbeat an hour
+# back, far beyond it.
+AGENT_DOWN_TIME_S = 1800
+
+
+def neutron_conf(state_dir: Path) -> str:
+    return f"""[DEFAULT]
+core_plugin = ml2
+service_plugins = router
+auth_strategy = noauth
+transport_url = fake:/
+rpc_workers = 0
+rpc_state_report_workers = 0
+api_workers = 1
+host = contract-server
+state_path = {state_dir}
+api_paste_config = {state_dir / "api-paste.ini"}
+agent_down_time = {AGENT_DOWN_TIME_S}
+l3_ha = false
+max_l3_agents_per_router = 3
+l3_ha_network_type = flat
+l3_ha_network_physical_name = ha
+allow_automatic_l3agent_failover = false
+debug = false
+
+[quotas]
+quota_router = -1
+quota_network = -1
+quota_subnet = -1
+quota_port = -1
+
+[database]
+connection = sqlite:///{state_dir / "neutron.sqlite"}
+
+[oslo_concurrency]
+lock_path = {state_dir / "lock"}
+"""
+
+
+ML2_CONF = """[ml2]
+type_drivers = flat
+tenant_network_types =
+mechanism_drivers =
+extension_drivers =
+
+[ml2_type_flat]
+flat_networks = *
+"""
+
+
+def configured_python() -> tuple[Path | None, str]:
+    """The Neutron interpreter, or None and the reason it cannot be used."""
+    value = os.environ.get(PYTHON_ENV, "")
+    if not value:
+        return None, f"{PYTHON_ENV} is not set (make test sets it to .venv-neutron/bin/python)"
+    path = Path(value)
+    if not path.exists():
+        return None, f"{PYTHON_ENV}={value} does not exist (run make test to create it)"
+    return path, ""
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """An agent a test owns: its id and host."""
+
+    id: str
+    host: str
+
+
+class NeutronServer:
+    """One serve.py process on 127.0.0.1 and an ephemeral port."""
+
+    def __init__(self, python: Path, state_dir: Path) -> None:
+        self.python = python
+        self.state_dir = state_dir
+        self.log_path = state_dir / "server.log"
+        self.port_file = state_dir / "port"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.startup_s = 0.0
+
+    def start(self) -> None:
+        (self.state_dir / "neutron.conf").write_text(neutron_conf(self.state_dir))
+        (self.state_dir / "ml2_conf.ini").write_text(ML2_CONF)
+        (self.state_dir / "lock").mkdir(exist_ok=True)
+        began = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    str(self.python),
+                    str(SERVE_SCRIPT),
+                    "--config-dir",
+                    str(self.state_dir),
+                    "--port-file",
+                    str(self.port_file),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.state_dir,
+            )
+        port = self._wait_for_port(began)
+        self.url = f"http://127.0.0.1:{port}/"
+        self._wait_for_root(began)
+        self.startup_s = time.monotonic() - began
+
+    def _failure(self, what: str) -> RuntimeError:
+        tail = self.log_path.read_text(errors="replace")[-4000:]
+        return RuntimeError(f"neutron server {what}; last log lines:\n{tail}")
+
+    def _wait_for_port(self, began: float) -> int:
+        assert self.process is not None
+        while time.monotonic() - began < START_TIMEOUT_S:
+            if self.port_file.exists():
+                return int(self.port_file.read_text())
+            if self.process.poll() is not None:
+                raise self._failure(f"exited with {self.process.returncode} before listening")
+            time.sleep(0.2)
+        raise self._failure(f"did not listen within {START_TIMEOUT_S:.0f} s")
+
+    def _wait_for_root(self, began: float) -> None:
+        while time.monotonic() - began < START_TIMEOUT_S:
+            try:
+                if call(self.url).status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise self._failure("did not answer GET /")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+
+class NeutronBackend:
+    """The contract suite's view of the real server: agents through neutron's test helpers."""
+
+    name = "neutron"
+
+    def __init__(self, server: NeutronServer) -> None:
+        self.server = server
+        self.url = server.url
+        self.api = Api(server.url)
+        self._count = 0
+
+    def new_agent(self, mode: str = "legacy") -> AgentRef:
+        """Register a fresh, alive L3 agent (register_l3_agent)."""
+        self._count += 1
+        host = f"net-{mode.replace('_', '-')}-{self._count}"
+        reply = self.api.post("/_contract/agents", {"host": host, "agent_mode": mode})
+        if reply.status != 201:
+            raise AssertionError(f"registering agent {host}: {reply.status} {reply.text}")
+        return AgentRef(id=str(reply.json()["agent"]["id"]), host=host)
+
+    def _admin(self, agent: AgentRef, action: str, body: object = None) -> None:
+        reply = self.api.post(f"/_contract/agents/{agent.id}/{action}", body)
+        if reply.status != 204:
+            raise AssertionError(f"{action} {agent.host}: {reply.status} {reply.text}")
+
+    def kill_agent(self, agent: AgentRef) -> None:
+        """Make the agent dead as the API reports it (kill_agent)."""
+        self._admin(agent, "kill")
+
+    def revive_agent(self, agent: AgentRef) -> None:
+        """Restart the agent: alive again, new started_at (revive_agent)."""
+        self._admin(agent, "revive")
+
+    def set_admin_state(self, agent: AgentRef, up: bool) -> None:
+        """Enable or disable the agent (set_agent_admin_state)."""
+        self._admin(agent, "admin_state", {"admin_state_up": up})
+
+    def kill_agents(self, agents: list[AgentRef]) -> None:
+        """Several agents dead at once."""
+        for agent in agents:
+            self.kill_agent(agent)
+
+    def settle_ha(self, router_id: str) -> str:
+        """Report the first hosting agent active and the others standby, as agents would."""
+        hosting = self.api.get(f"/v2.0/routers/{router_id}/l3-agents").json()["agents"]
+        for index, agent in enumerate(hosting):
+            state = "active" if index == 0 else "standby"
+            reply = self.api.post(
+                f"/_contract/routers/{router_id}/ha_state", {"host": agent["host"], "state": state}
+            )
+            if reply.status != 204:
+                raise AssertionError(f"reporting {state} for {agent['host']}: {reply.text}")
+        return str(hosting[0]["id"])
