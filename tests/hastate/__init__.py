@@ -1,0 +1,1 @@
+"""Tests of the ordered VIP state monitor."""
