@@ -1,0 +1,31 @@
+"""The executor: the one place in l3ha that changes the cloud. Package only (no I/O here).
+
+``Executor(cloud, journal, clock, options).run(plan, kind)`` runs a plan within
+budgets (concurrency, per-target in-flight, token-bucket rate), re-checks the
+source before each move, records every step in the journal, retries, falls
+back, rolls back, and waits for ports; ``recover`` finishes an operation a
+crash interrupted, from the cloud's actual state.
+"""
+
+from l3ha.executor.candidates import FallbackTargets, snapshot_candidates
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import MoveOutcome, MoveResult, Progress, RunResult
+from l3ha.executor.ratelimit import TargetSlots, TokenBucket
+from l3ha.executor.recovery import RecoveryAction, RecoveryResult, recover
+from l3ha.executor.runner import Executor
+
+__all__ = [
+    "Executor",
+    "ExecutorOptions",
+    "FallbackTargets",
+    "MoveOutcome",
+    "MoveResult",
+    "Progress",
+    "RecoveryAction",
+    "RecoveryResult",
+    "RunResult",
+    "TargetSlots",
+    "TokenBucket",
+    "recover",
+    "snapshot_candidates",
+]

@@ -1,0 +1,120 @@
+"""What the executor reports: per-move outcomes, a run result and its summary. Pure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from l3ha.model import Move
+
+
+class MoveOutcome(StrEnum):
+    """How one move ended."""
+
+    PLANNED = "planned"  # dry run: nothing was written
+    MOVED = "moved"  # bound on the target (ports ACTIVE unless --no-wait)
+    PENDING = "pending"  # bound, but ports not ACTIVE by the timeout: a warning
+    FAILED = "failed"  # not done; the router is still hosted (see reason)
+    SKIPPED = "skipped"  # not needed or not allowed any more (source back, already in place)
+    UNHOSTED = "unhosted"  # the router has no agent: needs an operator NOW
+    ROLLED_BACK = "rolled_back"  # no target took it; re-bound to its source
+
+
+#: Outcomes that make an action command exit 1.
+BAD_OUTCOMES = frozenset({MoveOutcome.FAILED, MoveOutcome.UNHOSTED, MoveOutcome.ROLLED_BACK})
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """The outcome of one planned move; ``target`` is where the router ended up."""
+
+    move: Move
+    outcome: MoveOutcome
+    reason: str = ""
+    target: str | None = None
+    pending_ports: tuple[str, ...] = ()
+    attempts: int = 0
+    seconds: float = 0.0
+
+    @property
+    def router_id(self) -> str:
+        return self.move.router_id
+
+    def as_row(self) -> dict[str, object]:
+        """A flat dict for tables and JSON."""
+        return {
+            "router": self.move.router_id,
+            "kind": self.move.kind.value,
+            "source": self.move.source or "",
+            "target": self.target or self.move.target or "",
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "pending_ports": list(self.pending_ports),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Every move's outcome, in plan order, and the journal's operation id."""
+
+    action: str
+    results: tuple[MoveResult, ...]
+    operation_id: int | None = None
+    dry_run: bool = False
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    seconds: float = 0.0
+
+    def counts(self) -> Mapping[str, int]:
+        """Number of moves per outcome (every outcome listed, zeros included)."""
+        counted = Counter(r.outcome for r in self.results)
+        return {o.value: counted.get(o, 0) for o in MoveOutcome}
+
+    def with_outcome(self, outcome: MoveOutcome) -> tuple[MoveResult, ...]:
+        return tuple(r for r in self.results if r.outcome is outcome)
+
+    @property
+    def ok(self) -> bool:
+        """No move failed, rolled back or left a router unhosted."""
+        return not any(r.outcome in BAD_OUTCOMES for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def summary(self) -> dict[str, object]:
+        """Counts plus the details an operator must read (failed, pending, unhosted)."""
+        return {
+            "action": self.action,
+            "operation": self.operation_id,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "counts": dict(self.counts()),
+            "failed": [_brief(r) for r in self.results if r.outcome in BAD_OUTCOMES],
+            "pending": [
+                {"router": r.router_id, "target": r.target, "ports": list(r.pending_ports)}
+                for r in self.with_outcome(MoveOutcome.PENDING)
+            ],
+            "skipped": [_brief(r) for r in self.with_outcome(MoveOutcome.SKIPPED)],
+            "unhosted": [r.router_id for r in self.with_outcome(MoveOutcome.UNHOSTED)],
+            "warnings": list(self.warnings),
+        }
+
+    def summary_rows(self) -> list[dict[str, object]]:
+        """One row per outcome with its count, for the summary table."""
+        return [{"outcome": k, "routers": v} for k, v in self.counts().items() if v]
+
+
+def _brief(result: MoveResult) -> dict[str, object]:
+    return {"router": result.router_id, "outcome": result.outcome.value, "reason": result.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Handed to the progress callback after each move finishes."""
+
+    done: int
+    total: int
+    last: MoveResult

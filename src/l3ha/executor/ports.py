@@ -1,0 +1,162 @@
+"""Waiting for a moved router's ports to become ACTIVE on its new agent.
+
+``ports_ready`` is pure. ``PortWaiter`` does I/O: it polls ``router_ports``
+of the routers it waits for (a few calls at a time, on its own threads, so
+waiting never holds a write slot; per target agent only the longest-waiting
+few) and hands back MOVED, or PENDING with the port ids when a router's
+ports are still not ACTIVE at its deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud, PortState
+from l3ha.errors import L3haError
+from l3ha.model import MoveKind
+
+log = logging.getLogger(__name__)
+
+HA_INTERFACE = "network:router_ha_interface"
+#: Ports that live where the router is scheduled (distributed interfaces do not).
+CENTRAL_OWNERS = frozenset(
+    {
+        "network:router_gateway",
+        "network:router_interface",
+        "network:router_centralized_snat",
+        "network:ha_router_replicated_interface",
+    }
+)
+
+
+def ports_ready(
+    ports: Sequence[PortState], kind: MoveKind, host: str
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether the router's ports are up on ``host``; also the ids still waited for.
+
+    New HA replica: its HA port on ``host`` exists and is ACTIVE. Otherwise:
+    every centrally hosted port is ACTIVE and bound to ``host`` (or not bound
+    to any host). A router without such ports is ready at once.
+    """
+    if kind is MoveKind.ADD_REPLICA:
+        mine = [p for p in ports if p.device_owner == HA_INTERFACE and p.host == host]
+        if not mine:
+            return False, ()
+        waiting = tuple(p.id for p in mine if p.status != "ACTIVE")
+        return not waiting, waiting
+    central = [p for p in ports if p.device_owner in CENTRAL_OWNERS]
+    waiting = tuple(p.id for p in central if p.status != "ACTIVE" or (p.host and p.host != host))
+    return not waiting, waiting
+
+
+@dataclass
+class _Entry:
+    router_id: str
+    kind: MoveKind
+    host: str
+    deadline: float
+    next_check: float
+    done: Callable[[bool, tuple[str, ...]], None]
+    waiting: tuple[str, ...] = ()
+
+
+class PortWaiter:
+    """Polls routers' ports until ACTIVE or their deadline; calls back once per router."""
+
+    def __init__(
+        self, cloud: Cloud, clock: Clock, interval: float, pollers: int, window: int | None = None
+    ) -> None:
+        self._cloud = cloud
+        self._clock = clock
+        self._interval = interval
+        self._window = window
+        self._entries: list[_Entry] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._pool = ThreadPoolExecutor(max_workers=pollers, thread_name_prefix="l3ha-ports")
+        self._thread = threading.Thread(target=self._loop, name="l3ha-port-waiter", daemon=True)
+        self._thread.start()
+
+    def add(
+        self,
+        router_id: str,
+        kind: MoveKind,
+        host: str,
+        timeout: float,
+        done: Callable[[bool, tuple[str, ...]], None],
+    ) -> None:
+        """Wait for one router; ``done(ready, waiting_port_ids)`` is called exactly once."""
+        now = self._clock.monotonic()
+        entry = _Entry(
+            router_id, kind, host, now + timeout, now + min(self._interval, timeout), done
+        )
+        with self._lock:
+            self._entries.append(entry)
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop polling (entries still waiting are dropped) and join the threads."""
+        with self._lock:
+            self._stop = True
+        self._wake.set()
+        self._thread.join()
+        self._pool.shutdown(wait=True)
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                if self._stop:
+                    return
+                now = self._clock.monotonic()
+                due, upcoming = self._due(now)
+            if due:
+                list(self._pool.map(self._check, due))
+                continue
+            self._wake.clear()
+            if upcoming is None:
+                self._wake.wait(self._interval)
+            else:
+                self._clock.sleep(min(self._interval, max(upcoming - now, 0.001)))
+
+    def _due(self, now: float) -> tuple[list[_Entry], float | None]:
+        """Entries to poll now, and when the next one is due.
+
+        Per target host only the ``window`` longest-waiting routers are polled
+        (an agent works through its queue roughly in order, so later ones cannot
+        be ready much sooner); any router at its deadline is polled once more.
+        """
+        rank: dict[str, int] = {}
+        due: list[_Entry] = []
+        upcoming: float | None = None
+        for entry in self._entries:  # in the order the routers were bound
+            position = rank.get(entry.host, 0)
+            rank[entry.host] = position + 1
+            in_window = self._window is None or position < self._window
+            when = entry.next_check if in_window else entry.deadline
+            if when <= now:
+                due.append(entry)
+            elif upcoming is None or when < upcoming:
+                upcoming = when
+        return due, upcoming
+
+    def _check(self, entry: _Entry) -> None:
+        try:
+            ports = self._cloud.router_ports(entry.router_id)
+            ready, waiting = ports_ready(ports, entry.kind, entry.host)
+        except L3haError as exc:
+            log.warning("reading ports of router %s failed: %s", entry.router_id, exc)
+            ready, waiting = False, entry.waiting
+        now = self._clock.monotonic()
+        if not ready and now < entry.deadline:
+            entry.waiting = waiting
+            entry.next_check = min(now + self._interval, entry.deadline)
+            return
+        with self._lock:
+            self._entries.remove(entry)
+        entry.done(ready, waiting)

@@ -1,0 +1,392 @@
+"""The executor: runs a plan against the cloud within budgets. I/O: cloud, journal, threads.
+
+This is the one place that changes Neutron. It starts moves in plan order
+(skipping ahead only past moves whose target is at its in-flight limit or
+whose router still has an earlier move running), at most ``concurrency``
+writing at once, no faster than the token bucket allows. Each move's writes
+are in ``l3ha.executor.steps``; waiting for ports is in
+``l3ha.executor.ports`` and holds no write slot. A canary batch runs first;
+then, for evacuations, the sources are re-checked before the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.errors import BadInputError
+from l3ha.executor.candidates import FallbackTargets, candidate_list
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
+from l3ha.executor.ports import PortWaiter
+from l3ha.executor.ratelimit import TargetSlots, TokenBucket
+from l3ha.executor.steps import MoveWriter, SourceWatch, Written
+from l3ha.journal import Journal, OperationStatus
+from l3ha.model import Move, MoveKind, Plan
+
+log = logging.getLogger(__name__)
+
+#: Operation kinds whose moves require the source agent to be dead (rule 5).
+SOURCE_MUST_BE_DEAD = frozenset({"evacuate"})
+#: Outcomes after which a later REMOVE_REPLICA of the same router may run.
+_ADD_CONFIRMED = frozenset({MoveOutcome.MOVED, MoveOutcome.PENDING, MoveOutcome.SKIPPED})
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass
+class _Item:
+    index: int
+    move: Move
+    move_id: int = 0
+    slot: str | None = None
+    started: float = 0.0
+    result: MoveResult | None = None
+
+
+@dataclass
+class _State:
+    """Shared between the dispatcher and the workers; guarded by ``cond``."""
+
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    busy_routers: set[str] = field(default_factory=set)
+    finished: int = 0
+    writing: int = 0  # moves in their write phase (at most ``concurrency``)
+    journal_error: str = ""  # set when the journal could not be written: start nothing more
+
+
+class Executor:
+    """Runs plans; see the module docstring."""
+
+    def __init__(
+        self,
+        cloud: Cloud,
+        journal: Journal | None,
+        clock: Clock,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.cloud = cloud
+        self.journal = journal
+        self.clock = clock
+        self.options = options or ExecutorOptions()
+
+    def run(
+        self,
+        plan: Plan,
+        operation_kind: str | None = None,
+        *,
+        fallback_targets: FallbackTargets | None = None,
+        progress: ProgressCallback | None = None,
+        args: Mapping[str, object] | None = None,
+        require_dead_source: bool | None = None,
+    ) -> RunResult:
+        """Execute ``plan``; every move gets a result, in plan order."""
+        kind = operation_kind or plan.action
+        warnings = tuple(plan.warnings) + tuple(
+            f"router {u.router_id} not placed: {u.reason}" for u in plan.unplaceable
+        )
+        if self.options.dry_run:
+            results = tuple(
+                MoveResult(m, MoveOutcome.PLANNED, m.reason, target=m.target) for m in plan.moves
+            )
+            return RunResult(kind, results, None, True, warnings)
+        if self.journal is None:
+            raise BadInputError("the executor needs a journal unless it is a dry run")
+        must_be_dead = (
+            kind in SOURCE_MUST_BE_DEAD if require_dead_source is None else require_dead_source
+        )
+        run = _Run(
+            self,
+            plan,
+            kind=kind,
+            fallbacks=fallback_targets,
+            progress=progress,
+            must_be_dead=must_be_dead,
+            journal=self.journal,
+        )
+        return run.execute(dict(args or {}), warnings)
+
+
+class _Run:
+    """One execution of one plan."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        plan: Plan,
+        *,
+        kind: str,
+        fallbacks: FallbackTargets | None,
+        progress: ProgressCallback | None,
+        must_be_dead: bool,
+        journal: Journal,
+    ) -> None:
+        self.ex = executor
+        self.opts = executor.options
+        self.clock = executor.clock
+        self.plan = plan
+        self.kind = kind
+        self.fallbacks = fallbacks
+        self.progress = progress
+        self.journal = journal
+        self.items = [_Item(i, m) for i, m in enumerate(plan.moves)]
+        self.state = _State()
+        self.sources = SourceWatch(must_be_dead)
+        self.writer = MoveWriter(executor.cloud, journal, self.clock, self.opts, self.sources)
+        self.bucket = TokenBucket(self.opts.rate, self.opts.burst, self.clock)
+        self.slots = TargetSlots(self.opts.per_target_inflight)
+
+    # --- the whole run -----------------------------------------------------
+
+    def execute(self, args: dict[str, object], warnings: tuple[str, ...]) -> RunResult:
+        started = self.clock.monotonic()
+        canary = max(0, min(self.plan.canary, len(self.items)))
+        args.setdefault("canary", canary)
+        op_id, move_ids = self.journal.begin_operation(self.kind, args, self.plan.moves)
+        for item, move_id in zip(self.items, move_ids, strict=True):
+            item.move_id = move_id
+        pool = ThreadPoolExecutor(max_workers=self.opts.concurrency, thread_name_prefix="l3ha-move")
+        waiter = (
+            PortWaiter(
+                self.ex.cloud,
+                self.clock,
+                self.opts.port_poll_interval,
+                self.opts.port_pollers,
+                self.opts.port_poll_window,
+            )
+            if self.opts.wait_ports
+            else None
+        )
+        try:
+            self._dispatch(self.items[:canary], pool, waiter)
+            if canary:
+                self._after_canary(self.items[:canary])
+            self._dispatch(self.items[canary:], pool, waiter)
+        except BaseException:
+            self.journal.abandon(op_id)  # interrupted: recovery may finish it
+            raise
+        finally:
+            pool.shutdown(wait=True)
+            if waiter is not None:
+                waiter.close()
+        results = tuple(i.result for i in self.items if i.result is not None)
+        result = RunResult(
+            self.kind, results, op_id, False, warnings, self.clock.monotonic() - started
+        )
+        journal_error = self.state.journal_error or self.writer.journal_error
+        if journal_error:
+            return replace(result, warnings=(*warnings, "journal write failed: " + journal_error))
+        status = OperationStatus.DONE if result.ok else OperationStatus.FAILED
+        self.journal.finish_operation(op_id, status, json.dumps(dict(result.counts())))
+        return result
+
+    def _after_canary(self, canary: list[_Item]) -> None:
+        """Re-check the sources; stop everything if the whole canary batch went wrong."""
+        outcomes = [i.result.outcome for i in canary if i.result is not None]
+        if outcomes and all(o in BAD_OUTCOMES for o in outcomes):
+            for item in self.items[len(canary) :]:
+                self._finish(
+                    item,
+                    MoveResult(
+                        item.move,
+                        MoveOutcome.SKIPPED,
+                        "not started: every move of the canary batch failed",
+                    ),
+                )
+            return
+        for source in sorted({i.move.source for i in self.items[len(canary) :] if i.move.source}):
+            self.writer.source_came_back(source)
+
+    # --- dispatching -------------------------------------------------------
+
+    def _dispatch(
+        self, items: list[_Item], pool: ThreadPoolExecutor, waiter: PortWaiter | None
+    ) -> None:
+        """Start every item (respecting budgets) and return when all have finished."""
+        remaining = [i for i in items if i.result is None]
+        while True:
+            with self.state.cond:
+                self.state.journal_error = self.state.journal_error or self.writer.journal_error
+                if self.state.journal_error:
+                    revived, remaining = remaining, []
+                else:
+                    revived = [i for i in remaining if self._source_revived(i)]
+                remaining = [i for i in remaining if i.result is None and i not in revived]
+                if not remaining and not revived and all(i.result is not None for i in items):
+                    return
+                item = self._next_startable(remaining)
+                claimed = item is not None and self.bucket.try_take()
+                if item is not None and claimed:
+                    remaining.remove(item)
+                    self._claim(item)
+                elif item is None and not revived:
+                    self.state.cond.wait(timeout=0.2)
+            why = (
+                f"not started: the journal cannot be written ({self.state.journal_error})"
+                if self.state.journal_error
+                else "source agent is alive again; not moved"
+            )
+            for skipped in revived:
+                self._finish(skipped, MoveResult(skipped.move, MoveOutcome.SKIPPED, why))
+            if item is None:
+                continue
+            if not claimed:
+                self.clock.sleep(max(self.bucket.wait_time(), 1e-3))
+                continue
+            pool.submit(self._work, item, waiter)
+
+    def _source_revived(self, item: _Item) -> bool:
+        return item.move.kind is MoveKind.MOVE and self.sources.revived(item.move.source)
+
+    def _next_startable(self, remaining: list[_Item]) -> _Item | None:
+        if self.state.writing >= self.opts.concurrency:
+            return None
+        for item in remaining:
+            if item.move.router_id in self.state.busy_routers:
+                continue
+            if item.move.target is None or self.slots.has_room(item.move.target):
+                return item
+        return None
+
+    def _claim(self, item: _Item) -> None:
+        self.state.busy_routers.add(item.move.router_id)
+        self.state.writing += 1
+        if item.move.target is not None and self.slots.try_acquire(item.move.target):
+            item.slot = item.move.target
+        item.started = self.clock.monotonic()
+
+    # --- one move ------------------------------------------------------------
+
+    def _work(self, item: _Item, waiter: PortWaiter | None) -> None:
+        try:
+            outcome = self._write(item)
+        except Exception as exc:  # a bug or an unexpected error: never leave it silent
+            log.exception("move of router %s failed unexpectedly", item.move.router_id)
+            outcome = self._salvage(item, exc)
+        finally:
+            with self.state.cond:
+                self.state.writing -= 1
+                self.state.cond.notify_all()
+        if isinstance(outcome, MoveResult):
+            self._finish(item, outcome)
+            return
+        if item.slot is not None:
+            self.slots.transfer(item.slot, outcome.target)
+            item.slot = outcome.target
+        if waiter is None:
+            self._finish(item, self._written_result(item, outcome, True, ()))
+            return
+        waiter.add(
+            item.move.router_id,
+            item.move.kind,
+            outcome.target_host,
+            self.opts.port_timeout,
+            lambda ready, waiting: self._finish(
+                item, self._written_result(item, outcome, ready, waiting)
+            ),
+        )
+
+    def _write(self, item: _Item) -> MoveResult | Written:
+        blocked = self._blocked_by_earlier(item)
+        if blocked is not None:
+            return blocked
+        candidates = candidate_list(item.move, self.fallbacks)
+        return self.writer.perform(item.move, item.move_id, candidates)
+
+    def _blocked_by_earlier(self, item: _Item) -> MoveResult | None:
+        """REMOVE_REPLICA runs only after the same router's ADD_REPLICA is read back."""
+        if item.move.kind is not MoveKind.REMOVE_REPLICA:
+            return None
+        for earlier in self.items[: item.index]:
+            if earlier.move.router_id != item.move.router_id:
+                continue
+            if earlier.move.kind is MoveKind.ADD_REPLICA and (
+                earlier.result is None or earlier.result.outcome not in _ADD_CONFIRMED
+            ):
+                return MoveResult(
+                    item.move,
+                    MoveOutcome.SKIPPED,
+                    "the replacement replica was not added; old replica kept",
+                )
+        return None
+
+    def _written_result(
+        self, item: _Item, written: Written, ready: bool, waiting: tuple[str, ...]
+    ) -> MoveResult:
+        if ready:
+            return MoveResult(
+                item.move,
+                MoveOutcome.MOVED,
+                written.note or item.move.reason,
+                written.target,
+                attempts=written.attempts,
+            )
+        ports = ", ".join(waiting) or "no port yet"
+        return MoveResult(
+            item.move,
+            MoveOutcome.PENDING,
+            f"bound, but ports not ACTIVE after {self.opts.port_timeout:g}s: {ports}",
+            written.target,
+            waiting,
+            written.attempts,
+        )
+
+    def _salvage(self, item: _Item, exc: Exception) -> MoveResult:
+        """After an unexpected error: report from the router's actual state."""
+        move = item.move
+        try:
+            hosting = self.writer.hosting(move.router_id)
+        except Exception as read_exc:
+            return MoveResult(
+                move, MoveOutcome.FAILED, f"{exc}; its bindings could not be read: {read_exc}"
+            )
+        where = ", ".join(sorted(hosting)) or "no agent"
+        if not hosting and move.kind in (MoveKind.MOVE, MoveKind.BIND):
+            return MoveResult(move, MoveOutcome.UNHOSTED, f"ROUTER HAS NO AGENT: {exc}")
+        if move.target in hosting and (
+            move.kind is not MoveKind.MOVE or move.source not in hosting
+        ):
+            return MoveResult(
+                move, MoveOutcome.MOVED, f"on the target, not waited for: {exc}", move.target
+            )
+        return MoveResult(move, MoveOutcome.FAILED, f"{exc} (hosted by {where})")
+
+    def _journal_outcome(self, item: _Item, result: MoveResult) -> None:
+        if self.state.journal_error or self.writer.journal_error:
+            return
+        try:
+            self.journal.record_outcome(
+                item.move_id, result.outcome.value, result.reason, target=result.target
+            )
+        except Exception as exc:  # disk full, file removed: stop starting moves
+            log.error("journal write failed, starting no more moves: %s", exc)
+            self.state.journal_error = str(exc) or type(exc).__name__
+
+    def _finish(self, item: _Item, result: MoveResult) -> None:
+        """Record the outcome (journal first, outside the lock), free its budgets."""
+        if item.result is not None:
+            return
+        seconds = self.clock.monotonic() - item.started if item.started else 0.0
+        result = replace(result, seconds=seconds)
+        self._journal_outcome(item, result)
+        if result.outcome is MoveOutcome.UNHOSTED:
+            log.error("router %s has NO agent: %s", item.move.router_id, result.reason)
+        with self.state.cond:
+            if item.result is not None:
+                return
+            item.result = result
+            if item.slot is not None:
+                self.slots.release(item.slot)
+                item.slot = None
+            self.state.busy_routers.discard(item.move.router_id)
+            self.state.finished += 1
+            done = self.state.finished
+            self.state.cond.notify_all()
+        if self.progress is not None:
+            self.progress(Progress(done, len(self.items), result))

@@ -1,0 +1,362 @@
+"""The writes of one move, step by step, with journal, retries, fallbacks and rollback.
+
+I/O: calls the cloud (reads and writes bindings) and the journal. The runner
+(``l3ha.executor.runner``) decides *when* a move runs; this module decides
+*what* it does, and always ends in a state read back from the cloud: a
+router is never left without an agent silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.errors import ApiNotFoundError, L3haError, NotFoundError
+from l3ha.executor.candidates import why_not
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import MoveOutcome, MoveResult
+from l3ha.journal import Journal, MoveStep
+from l3ha.model import Agent, Move, MoveKind
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The router is bound on ``target`` (read back); its ports may still be coming up."""
+
+    target: str
+    target_host: str
+    attempts: int
+    note: str = ""
+
+
+class RouterGoneError(Exception):
+    """The router was deleted while l3ha worked on it."""
+
+
+class SourceWatch:
+    """Sources seen alive again during an evacuation: their routers stay put.
+
+    Thread-safe. When ``require_dead`` is false (drain, migrate, rebalance)
+    a live source is expected and nothing is ever marked.
+    """
+
+    def __init__(self, require_dead: bool) -> None:
+        self.require_dead = require_dead
+        self._revived: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def mark_revived(self, agent_id: str, host: str) -> None:
+        with self._lock:
+            self._revived.setdefault(agent_id, host)
+
+    def revived(self, agent_id: str | None) -> bool:
+        with self._lock:
+            return agent_id is not None and agent_id in self._revived
+
+    def revived_hosts(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._revived)
+
+
+class MoveWriter:
+    """Performs one move's writes; shared by all worker threads of a run."""
+
+    def __init__(
+        self,
+        cloud: Cloud,
+        journal: Journal,
+        clock: Clock,
+        options: ExecutorOptions,
+        sources: SourceWatch,
+    ) -> None:
+        self.cloud = cloud
+        self.journal = journal
+        self.clock = clock
+        self.options = options
+        self.sources = sources
+        self.journal_error = ""  # set once a journal write failed: no more moves start
+
+    # --- helpers ---------------------------------------------------------
+
+    def retrying(self, call: Callable[[], T]) -> tuple[T, int]:
+        """Run ``call``; retry retryable errors with backoff. Returns (result, attempts)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return call(), attempt
+            except L3haError as exc:
+                if not exc.retryable or attempt > self.options.retries:
+                    raise
+                self.clock.sleep(self.options.backoff_delay(attempt))
+
+    def hosting(self, router_id: str) -> set[str]:
+        """Agent ids hosting the router, read fresh (``RouterGoneError`` if it was deleted)."""
+        try:
+            bindings, _ = self.retrying(lambda: self.cloud.router_bindings(router_id))
+        except ApiNotFoundError as exc:
+            raise RouterGoneError(router_id) from exc
+        return {b.agent_id for b in bindings}
+
+    def agent(self, agent_id: str) -> Agent | None:
+        """The agent read fresh, or ``None`` when it no longer exists."""
+        try:
+            agent, _ = self.retrying(lambda: self.cloud.get_agent(agent_id))
+        except (ApiNotFoundError, NotFoundError):
+            return None
+        return agent
+
+    def eligible(self, agent_id: str, router_id: str) -> tuple[Agent | None, str]:
+        """(agent, "") when the agent can take the router now, else (None, why not)."""
+        agent = self.agent(agent_id)
+        if agent is None:
+            return None, f"{agent_id} does not exist"
+        reason = why_not(agent)
+        return (None, reason) if reason else (agent, "")
+
+    def _bind_once(self, router_id: str, agent_id: str) -> int:
+        """Bind with retries; the number of attempts it took."""
+        _, used = self.retrying(lambda: self.cloud.bind(router_id, agent_id))
+        return used
+
+    def step(
+        self, move_id: int, step: MoveStep, target: str | None = None, detail: str = ""
+    ) -> None:
+        """Journal one step; a failure is remembered in ``journal_error`` and re-raised."""
+        try:
+            self.journal.record_step(move_id, step, target=target, detail=detail)
+        except Exception as exc:
+            self.journal_error = self.journal_error or str(exc) or type(exc).__name__
+            raise
+
+    # --- source re-check (rule 5) ------------------------------------------
+
+    def source_came_back(self, source: str | None) -> bool:
+        """For evacuations: re-read the source; True (and remembered) when it is alive."""
+        if not self.sources.require_dead or source is None:
+            return False
+        if self.sources.revived(source):
+            return True
+        agent = self.agent(source)
+        if agent is not None and agent.alive:
+            self.sources.mark_revived(agent.id, agent.host)
+            return True
+        return False
+
+    # --- binding with fallbacks --------------------------------------------
+
+    def bind_somewhere(
+        self, move: Move, move_id: int, candidates: list[str], first: Agent | None
+    ) -> tuple[Written | None, list[str]]:
+        """Bind to the first candidate that takes the router; (None, errors) if none did."""
+        errors: list[str] = []
+        attempts = 0
+        for index, agent_id in enumerate(candidates):
+            agent: Agent | None = first if index == 0 and first is not None else None
+            if agent is None:
+                agent, reason = self.eligible(agent_id, move.router_id)
+                if agent is None:
+                    errors.append(reason)
+                    continue
+                self.step(
+                    move_id,
+                    MoveStep.INTENT,
+                    target=agent.id,
+                    detail=f"fallback target after: {errors[-1] if errors else ''}",
+                )
+            try:
+                attempts += self._bind_once(move.router_id, agent.id)
+            except L3haError as exc:
+                attempts += self.options.retries + 1 if exc.retryable else 1
+                hosting = self.hosting(move.router_id)
+                if agent.id not in hosting:  # else: a lost answer, the binding is there
+                    errors.append(f"{agent.host}: {exc}")
+                    if hosting and move.kind is not MoveKind.ADD_REPLICA:
+                        break  # someone else hosted it meanwhile; do not fight over it
+                    continue
+            self.step(move_id, MoveStep.BOUND, target=agent.id)
+            if agent.id not in self.hosting(move.router_id):
+                errors.append(f"{agent.host}: binding not found when read back")
+                continue
+            self.step(move_id, MoveStep.VERIFIED, target=agent.id)
+            note = f"fallback after: {'; '.join(errors)}" if errors else ""
+            return Written(agent.id, agent.host, attempts, note), errors
+        return None, errors
+
+    def first_eligible(
+        self, move: Move, candidates: list[str]
+    ) -> tuple[Agent | None, list[str], list[str]]:
+        """Check candidates in order before any write: (first eligible, rest, reasons)."""
+        reasons: list[str] = []
+        for index, agent_id in enumerate(candidates):
+            agent, reason = self.eligible(agent_id, move.router_id)
+            if agent is not None:
+                return agent, candidates[index:], reasons
+            reasons.append(reason)
+        return None, [], reasons
+
+    # --- the move kinds ----------------------------------------------------
+
+    def perform(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        """Run one move; returns a final result, or ``Written`` when ports are to be awaited."""
+        try:
+            if move.kind is MoveKind.MOVE:
+                return self._move(move, move_id, candidates)
+            if move.kind is MoveKind.BIND:
+                return self._bind(move, move_id, candidates)
+            if move.kind is MoveKind.ADD_REPLICA:
+                return self._add_replica(move, move_id, candidates)
+            return self._remove_replica(move, move_id)
+        except RouterGoneError:
+            return MoveResult(move, MoveOutcome.SKIPPED, "the router was deleted meanwhile")
+
+    def _move(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        if self.source_came_back(move.source):
+            return MoveResult(move, MoveOutcome.SKIPPED, "source agent is alive again; not moved")
+        hosting = self.hosting(move.router_id)
+        if move.source not in hosting:
+            if hosting:
+                where = ", ".join(sorted(hosting))
+                return MoveResult(
+                    move,
+                    MoveOutcome.SKIPPED,
+                    f"no longer on the source; on {where}",
+                    target=sorted(hosting)[0],
+                )
+            return self._bind(move, move_id, candidates)
+        first, rest, reasons = self.first_eligible(move, candidates)
+        if first is None:
+            return MoveResult(
+                move,
+                MoveOutcome.FAILED,
+                "no eligible target (" + "; ".join(reasons) + "); left on the source",
+            )
+        self.step(move_id, MoveStep.INTENT, target=first.id)
+        assert move.source is not None
+        source = move.source
+        try:
+            self.retrying(lambda: self.cloud.unbind(move.router_id, source))
+        except L3haError as exc:
+            if source in self.hosting(move.router_id):
+                return MoveResult(move, MoveOutcome.FAILED, f"unbind from the source failed: {exc}")
+        self.step(move_id, MoveStep.UNBOUND)
+        written, errors = self.bind_somewhere(move, move_id, rest, first)
+        if written is not None:
+            return written
+        return self._rollback(move, move_id, errors)
+
+    def _rollback(self, move: Move, move_id: int, errors: list[str]) -> MoveResult:
+        """No target took the router: back to its source if alive, else loudly unhosted."""
+        why = "no target took the router (" + "; ".join(errors) + ")"
+        hosting = self.hosting(move.router_id)
+        if hosting:  # someone else bound it meanwhile: it is hosted
+            where = sorted(hosting)
+            return MoveResult(
+                move,
+                MoveOutcome.SKIPPED,
+                f"{why}; hosted meanwhile by {', '.join(where)}",
+                target=where[0],
+            )
+        rolled = self.rollback_to_source(move, move_id)
+        if rolled is not None:
+            return MoveResult(
+                move, MoveOutcome.ROLLED_BACK, f"{why}; re-bound to its source", target=rolled
+            )
+        return MoveResult(
+            move,
+            MoveOutcome.UNHOSTED,
+            f"ROUTER HAS NO AGENT: {why}; the source is not alive or refused it",
+        )
+
+    def rollback_to_source(self, move: Move, move_id: int) -> str | None:
+        """Bind the router back to its source when that is alive; its id, or None."""
+        source = self.agent(move.source) if move.source else None
+        if source is None or not source.alive:
+            return None
+        self.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
+        with contextlib.suppress(L3haError):  # judged by reading back below
+            self.retrying(lambda: self.cloud.bind(move.router_id, source.id))
+        if source.id not in self.hosting(move.router_id):
+            return None
+        self.step(move_id, MoveStep.VERIFIED, target=source.id, detail="rolled back to source")
+        return source.id
+
+    def _bind(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        hosting = self.hosting(move.router_id)
+        if hosting:
+            return MoveResult(
+                move,
+                MoveOutcome.SKIPPED,
+                "already hosted by " + ", ".join(sorted(hosting)),
+                target=sorted(hosting)[0],
+            )
+        first, rest, reasons = self.first_eligible(move, candidates)
+        if first is None:
+            return MoveResult(
+                move,
+                MoveOutcome.UNHOSTED,
+                "ROUTER HAS NO AGENT: no eligible target (" + "; ".join(reasons) + ")",
+            )
+        self.step(move_id, MoveStep.INTENT, target=first.id)
+        written, errors = self.bind_somewhere(move, move_id, rest, first)
+        if written is not None:
+            return written
+        return MoveResult(
+            move,
+            MoveOutcome.UNHOSTED,
+            "ROUTER HAS NO AGENT: no target took it (" + "; ".join(errors) + ")",
+        )
+
+    def _add_replica(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        hosting = self.hosting(move.router_id)
+        if move.target in hosting:
+            return MoveResult(
+                move, MoveOutcome.SKIPPED, "replica already on the target", target=move.target
+            )
+        free = [c for c in candidates if c not in hosting]
+        first, rest, reasons = self.first_eligible(move, free)
+        if first is None:
+            return MoveResult(
+                move,
+                MoveOutcome.FAILED,
+                "no eligible agent for a new replica (" + "; ".join(reasons) + ")",
+            )
+        self.step(move_id, MoveStep.INTENT, target=first.id)
+        written, errors = self.bind_somewhere(move, move_id, rest, first)
+        if written is not None:
+            return written
+        return MoveResult(
+            move,
+            MoveOutcome.FAILED,
+            "no agent took the new replica (" + "; ".join(errors) + "); old kept",
+        )
+
+    def _remove_replica(self, move: Move, move_id: int) -> MoveResult:
+        hosting = self.hosting(move.router_id)
+        source = move.source
+        if source is None or source not in hosting:
+            return MoveResult(move, MoveOutcome.SKIPPED, "replica already gone")
+        if not hosting - {source}:
+            return MoveResult(
+                move,
+                MoveOutcome.FAILED,
+                "refused: it is the router's only binding (make-before-break)",
+            )
+        self.step(move_id, MoveStep.INTENT)
+        try:
+            self.retrying(lambda: self.cloud.unbind(move.router_id, source))
+        except L3haError as exc:
+            if source in self.hosting(move.router_id):
+                return MoveResult(move, MoveOutcome.FAILED, f"removing the replica failed: {exc}")
+        self.step(move_id, MoveStep.UNBOUND)
+        if source in self.hosting(move.router_id):
+            return MoveResult(move, MoveOutcome.FAILED, "replica still bound when read back")
+        self.step(move_id, MoveStep.VERIFIED)
+        return MoveResult(move, MoveOutcome.MOVED, "replica removed")

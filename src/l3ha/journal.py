@@ -1,0 +1,548 @@
+"""The durable journal of operations and moves. I/O: a SQLite file in the state dir.
+
+Every operation that changes the cloud is recorded here: the operation when it
+starts, every planned move, the *intent* of a move before its first write,
+each step after it happens, and the outcome at the end. After a crash
+(``kill -9`` at any point) ``unfinished_operations()`` lists what was cut
+short, and ``l3ha.executor.recovery`` finishes it from the cloud's actual
+state. Writes are group-committed (WAL). Operation starts and ends and every
+*intent* are fsynced before the call returns, so no cloud write happens
+without a durable intent; the steps after it and the outcomes are committed
+without waiting for the disk: they survive a killed process, and after a
+power loss recovery judges those moves from the cloud's state anyway.
+The state directory is created mode 0700 and the database files mode 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+from l3ha.clock import Clock, SystemClock
+from l3ha.errors import BadInputError
+from l3ha.model import Move
+
+T = TypeVar("T")
+
+#: Operations running in this process, as (journal path, operation id).
+_RUNNING: set[tuple[str, int]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+DB_NAME = "journal.sqlite"
+STATE_DIR_ENV = "L3HA_STATE_DIR"
+
+
+class OperationStatus(StrEnum):
+    """Where an operation stands."""
+
+    RUNNING = "running"
+    DONE = "done"  # every move ended moved, pending or skipped
+    FAILED = "failed"  # at least one move failed or left a router unhosted
+    RECOVERED = "recovered"  # an interrupted operation finished by recovery
+
+
+class MoveStep(StrEnum):
+    """The last thing that happened to one move, in order."""
+
+    PLANNED = "planned"  # in the plan, nothing written yet
+    INTENT = "intent"  # about to write (target chosen)
+    UNBOUND = "unbound"  # removed from the source
+    BOUND = "bound"  # bound to the target
+    VERIFIED = "verified"  # bindings read back as intended
+    DONE = "done"  # outcome recorded (see ``outcome``)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS operations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    args TEXT NOT NULL,
+    started TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    summary TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS moves (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation_id INTEGER NOT NULL REFERENCES operations(id),
+    seq INTEGER NOT NULL,
+    router_id TEXT NOT NULL,
+    source TEXT,
+    target TEXT,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    step TEXT NOT NULL,
+    outcome TEXT,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS moves_by_operation ON moves(operation_id, seq);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    move_id INTEGER NOT NULL REFERENCES moves(id),
+    step TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRecord:
+    """One move as the journal holds it."""
+
+    id: int
+    operation_id: int
+    seq: int
+    router_id: str
+    source: str | None
+    target: str | None
+    kind: str
+    reason: str
+    step: MoveStep
+    outcome: str | None
+    created: str
+    updated: str
+    detail: str
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRecord:
+    """One operation as the journal holds it."""
+
+    id: int
+    kind: str
+    args: Mapping[str, object]
+    started: str
+    finished: str | None
+    status: OperationStatus
+    pid: int
+    host: str
+    summary: str
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$L3HA_STATE_DIR``, else ``$XDG_STATE_HOME/l3ha``, else ``~/.local/state/l3ha``."""
+    env = os.environ if environ is None else environ
+    if env.get(STATE_DIR_ENV):
+        return Path(env[STATE_DIR_ENV])
+    if env.get("XDG_STATE_HOME"):
+        return Path(env["XDG_STATE_HOME"]) / "l3ha"
+    return Path.home() / ".local" / "state" / "l3ha"
+
+
+def _prepare_state_dir(state_dir: Path) -> None:
+    try:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(state_dir, 0o700)
+    except OSError as exc:
+        raise BadInputError(f"cannot use state dir {state_dir}: {exc.strerror}") from exc
+    if not os.access(state_dir, os.W_OK | os.X_OK):
+        raise BadInputError(f"cannot use state dir {state_dir}: not writable")
+
+
+def _restrict_files(state_dir: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = state_dir / (DB_NAME + suffix)
+        if path.exists():
+            os.chmod(path, 0o600)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Request(Generic[T]):
+    """One writer's work waiting for (or done by) a group commit."""
+
+    def __init__(self, work: Callable[[sqlite3.Connection], T], durable: bool) -> None:
+        self.work = work
+        self.durable = durable
+        self.done = False
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+    def result(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return cast(T, self.value)
+
+
+class Journal:
+    """The journal database; safe to share between threads of one process."""
+
+    def __init__(self, state_dir: Path | None = None, clock: Clock | None = None) -> None:
+        self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        self.path = self.state_dir / DB_NAME
+        self._clock: Clock = clock or SystemClock()
+        _prepare_state_dir(self.state_dir)
+        try:
+            # Created 0600 first: SQLite gives its -wal and -shm files the same mode.
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(self.path, 0o600)
+            self._db = sqlite3.connect(
+                self.path, timeout=30.0, check_same_thread=False, isolation_level=None
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise BadInputError(f"cannot open journal {self.path}: {exc}") from exc
+        _restrict_files(self.state_dir)
+        self._lock = threading.Lock()
+        self._queue_cv = threading.Condition(threading.Lock())
+        self._queue: list[_Request[Any]] = []
+        self._committing = False
+        self._mine: set[int] = set()  # operations this instance began and runs
+
+    def close(self) -> None:
+        for operation_id in list(self._mine):
+            self._set_running(operation_id, False)
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _now(self) -> str:
+        return self._clock.wall().isoformat(timespec="milliseconds")
+
+    def _write(self, work: Callable[[sqlite3.Connection], T], durable: bool = True) -> T:
+        """Run ``work`` in a transaction; returns once it is committed.
+
+        ``durable``: the commit is fsynced before this returns (it survives a power
+        loss, not only a killed process); every earlier commit becomes durable with it.
+
+        Group commit: writers that arrive while a commit is running are committed
+        together by the next one, so concurrent moves share an fsync.
+        """
+        request: _Request[T] = _Request(work, durable)
+        with self._queue_cv:
+            self._queue.append(request)
+            while not request.done:
+                if self._committing:
+                    self._queue_cv.wait()
+                    continue
+                batch, self._queue = self._queue, []
+                self._committing = True
+                self._queue_cv.release()
+                try:
+                    self._commit(batch)
+                finally:
+                    self._queue_cv.acquire()
+                    self._committing = False
+                    self._queue_cv.notify_all()
+        return request.result()
+
+    def _commit(self, batch: list[_Request[Any]]) -> None:
+        durable = any(r.durable for r in batch)
+        with self._lock:
+            try:
+                self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+                self._db.execute("BEGIN IMMEDIATE")
+                for request in batch:
+                    request.value = request.work(self._db)
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                for request in batch:
+                    request.error = exc
+            finally:
+                for request in batch:
+                    request.done = True
+
+    # --- writing ---------------------------------------------------------
+
+    def begin_operation(
+        self, kind: str, args: Mapping[str, object], moves: Sequence[Move] = ()
+    ) -> tuple[int, list[int]]:
+        """Record a new running operation and its planned moves (step ``planned``).
+
+        Returns the operation id and the move ids, in plan order.
+        """
+        now = self._now()
+
+        def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
+            cur = db.execute(
+                "INSERT INTO operations (kind, args, started, status, pid, host)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    kind,
+                    json.dumps(dict(args), default=str, sort_keys=True),
+                    now,
+                    OperationStatus.RUNNING.value,
+                    os.getpid(),
+                    socket.gethostname(),
+                ),
+            )
+            op_id = int(cur.lastrowid or 0)
+            return op_id, [self._insert_move(db, op_id, seq, m, now) for seq, m in enumerate(moves)]
+
+        op_id, move_ids = self._write(work)
+        self._set_running(op_id, True)
+        return op_id, move_ids
+
+    def _set_running(self, operation_id: int, running: bool) -> None:
+        key = (str(self.path.resolve()), operation_id)
+        with _RUNNING_LOCK:
+            if running:
+                _RUNNING.add(key)
+                self._mine.add(operation_id)
+            else:
+                _RUNNING.discard(key)
+                self._mine.discard(operation_id)
+
+    def abandon(self, operation_id: int) -> None:
+        """This process stops working on an operation without finishing it.
+
+        It becomes an interrupted operation that ``unfinished_operations`` lists
+        (closing the journal does the same for every operation it began).
+        """
+        self._set_running(operation_id, False)
+
+    def add_move(self, operation_id: int, seq: int, move: Move) -> int:
+        """Record one more planned move of an operation; returns its id."""
+        now = self._now()
+        return self._write(lambda db: self._insert_move(db, operation_id, seq, move, now))
+
+    @staticmethod
+    def _insert_move(db: sqlite3.Connection, op_id: int, seq: int, move: Move, now: str) -> int:
+        cur = db.execute(
+            "INSERT INTO moves (operation_id, seq, router_id, source, target, kind, reason,"
+            " step, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                op_id,
+                seq,
+                move.router_id,
+                move.source,
+                move.target,
+                move.kind.value,
+                move.reason,
+                MoveStep.PLANNED.value,
+                now,
+                now,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def record_step(
+        self, move_id: int, step: MoveStep, *, target: str | None = None, detail: str = ""
+    ) -> None:
+        """Record that ``step`` happened (``intent``: before the first write, fsynced)."""
+        now = self._now()
+
+        def work(db: sqlite3.Connection) -> None:
+            if target is not None:
+                db.execute(
+                    "UPDATE moves SET step=?, target=?, updated=?, detail=? WHERE id=?",
+                    (step.value, target, now, detail, move_id),
+                )
+            else:
+                db.execute(
+                    "UPDATE moves SET step=?, updated=?, detail=? WHERE id=?",
+                    (step.value, now, detail, move_id),
+                )
+            db.execute(
+                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
+                (move_id, step.value, now, detail),
+            )
+
+        self._write(work, durable=step is MoveStep.INTENT)
+
+    def record_outcome(
+        self, move_id: int, outcome: str, detail: str = "", *, target: str | None = None
+    ) -> None:
+        """Record how one move ended; its step becomes ``done``."""
+        now = self._now()
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE moves SET step=?, outcome=?, updated=?, detail=?,"
+                " target=COALESCE(?, target) WHERE id=?",
+                (MoveStep.DONE.value, outcome, now, detail, target, move_id),
+            )
+            db.execute(
+                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
+                (move_id, f"{MoveStep.DONE.value}:{outcome}", now, detail),
+            )
+
+        self._write(work, durable=False)
+
+    def finish_operation(
+        self, operation_id: int, status: OperationStatus, summary: str = ""
+    ) -> None:
+        """Mark an operation finished."""
+        now = self._now()
+        self._write(
+            lambda db: db.execute(
+                "UPDATE operations SET finished=?, status=?, summary=? WHERE id=?",
+                (now, status.value, summary, operation_id),
+            )
+        )
+        self._set_running(operation_id, False)
+
+    # --- reading ---------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            return list(self._db.execute(sql, params).fetchall())
+
+    def operation(self, operation_id: int) -> OperationRecord:
+        rows = self._query(_OP_SELECT + " WHERE id=?", (operation_id,))
+        if not rows:
+            raise BadInputError(f"no operation {operation_id} in the journal {self.path}")
+        return _operation_from_row(rows[0])
+
+    def moves(self, operation_id: int) -> list[MoveRecord]:
+        """Every move of one operation, in plan order."""
+        rows = self._query(_MOVE_SELECT + " WHERE operation_id=? ORDER BY seq, id", (operation_id,))
+        return [_move_from_row(r) for r in rows]
+
+    def events(self, move_id: int) -> list[tuple[str, str, str]]:
+        """(step, at, detail) of one move, oldest first."""
+        rows = self._query(
+            "SELECT step, at, detail FROM events WHERE move_id=? ORDER BY id", (move_id,)
+        )
+        return [(str(s), str(a), str(d)) for s, a, d in rows]
+
+    def event_count(self) -> int:
+        """How many steps the journal holds in total."""
+        return int(str(self._query("SELECT COUNT(*) FROM events")[0][0]))
+
+    def unfinished_operations(self, include_live: bool = False) -> list[OperationRecord]:
+        """Operations never marked finished, oldest first.
+
+        Unless ``include_live``, an operation still in progress is left out: one
+        another live process on this host began, or one this process is running
+        (an operation this process began and then abandoned is listed).
+        """
+        rows = self._query(_OP_SELECT + " WHERE finished IS NULL ORDER BY id")
+        ops = [_operation_from_row(r) for r in rows]
+        if include_live:
+            return ops
+        return [o for o in ops if not self._in_progress(o)]
+
+    def _in_progress(self, op: OperationRecord) -> bool:
+        if op.host != socket.gethostname():
+            return False
+        if op.pid == os.getpid():
+            with _RUNNING_LOCK:
+                return (str(self.path.resolve()), op.id) in _RUNNING
+        return _process_alive(op.pid)
+
+    def history(self, last: int | None = None) -> list[OperationRecord]:
+        """Operations, newest first (``last``: only that many)."""
+        if last is not None and last < 1:
+            raise BadInputError(f"--last must be at least 1, not {last}")
+        sql = _OP_SELECT + " ORDER BY id DESC"
+        params: tuple[object, ...] = ()
+        if last is not None:
+            sql += " LIMIT ?"
+            params = (last,)
+        return [_operation_from_row(r) for r in self._query(sql, params)]
+
+    def history_rows(self, last: int | None = None) -> list[dict[str, object]]:
+        """``history`` as flat rows (one per move) for ``l3ha history`` tables."""
+        rows: list[dict[str, object]] = []
+        for op in self.history(last):
+            for mv in self.moves(op.id):
+                rows.append(
+                    {
+                        "operation": op.id,
+                        "kind": op.kind,
+                        "started": op.started,
+                        "status": op.status.value,
+                        "router": mv.router_id,
+                        "move": mv.kind,
+                        "source": mv.source or "",
+                        "target": mv.target or "",
+                        "step": mv.step.value,
+                        "outcome": mv.outcome or "",
+                        "reason": mv.reason,
+                        "detail": mv.detail,
+                        "updated": mv.updated,
+                    }
+                )
+        return rows
+
+
+_OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
+_MOVE_SELECT = (
+    "SELECT id, operation_id, seq, router_id, source, target, kind, reason, step, outcome,"
+    " created, updated, detail FROM moves"
+)
+
+
+def _operation_from_row(row: tuple[object, ...]) -> OperationRecord:
+    op_id, kind, args, started, finished, status, pid, host, summary = row
+    return OperationRecord(
+        id=int(str(op_id)),
+        kind=str(kind),
+        args=json.loads(str(args)),
+        started=str(started),
+        finished=None if finished is None else str(finished),
+        status=OperationStatus(str(status)),
+        pid=int(str(pid)),
+        host=str(host),
+        summary=str(summary),
+    )
+
+
+def _move_from_row(row: tuple[object, ...]) -> MoveRecord:
+    (
+        mv_id,
+        op_id,
+        seq,
+        router,
+        source,
+        target,
+        kind,
+        reason,
+        step,
+        outcome,
+        created,
+        updated,
+        detail,
+    ) = row
+    return MoveRecord(
+        id=int(str(mv_id)),
+        operation_id=int(str(op_id)),
+        seq=int(str(seq)),
+        router_id=str(router),
+        source=None if source is None else str(source),
+        target=None if target is None else str(target),
+        kind=str(kind),
+        reason=str(reason),
+        step=MoveStep(str(step)),
+        outcome=None if outcome is None else str(outcome),
+        created=str(created),
+        updated=str(updated),
+        detail=str(detail),
+    )
