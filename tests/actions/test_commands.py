@@ -184,3 +184,14 @@ def test_check_history_and_repair_after_evacuation(
     assert rows and {r["kind"] for r in rows} == {"evacuate"}  # type: ignore[index, union-attr]
     assert main(["repair", "--dry-run"]) == 0
     assert "0 move(s)" in capsys.readouterr().out
+
+
+def test_dry_run_changes_nothing_and_creates_no_journal(
+    cloud_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kill(cloud_env, "net-1")
+    before = _snapshot()
+    assert main(["evacuate", "net-1", "--dry-run"]) == 0
+    assert "move(s)" in capsys.readouterr().out
+    assert set(_snapshot().bindings) == set(before.bindings)
+    assert not (tmp_path / "state").exists()

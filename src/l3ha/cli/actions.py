@@ -207,6 +207,15 @@ def open_journal(args: argparse.Namespace) -> Journal:
     return Journal(Path(state_dir) if state_dir else None)
 
 
+def _journal_exists(args: argparse.Namespace) -> bool:
+    from pathlib import Path
+
+    from l3ha.journal import DB_NAME, default_state_dir
+
+    state_dir = getattr(args, "state_dir", None)
+    return ((Path(state_dir) if state_dir else default_state_dir()) / DB_NAME).exists()
+
+
 def _say(text: str) -> None:
     sys.stderr.write(f"l3ha: {text}\n")
 
@@ -310,7 +319,7 @@ def _run_action(action: str, args: argparse.Namespace) -> int:
     weights = load_weight_policy(args)
     cloud = open_cloud(args)
     recovered_ok = True
-    if action in ("evacuate", "rebalance", "repair", "drain", "migrate"):
+    if not args.dry_run or _journal_exists(args):  # a dry run creates no journal
         with open_journal(args) as journal:
             recovered_ok = finish_interrupted(cloud, journal, args.dry_run)
     snapshot = cloud.read_snapshot()
