@@ -1,0 +1,339 @@
+"""``l3ha emulator serve`` and ``l3ha emulator fault``. I/O: sockets, signals, clouds.yaml, stdout.
+
+``serve`` builds and serves an emulated Neutron until Ctrl-C/SIGTERM; its
+first line of output is the URL. ``fault`` injects a fault into a running
+emulator found through ``--url``, or the ``network_endpoint_override`` (or
+Keystone ``auth_url``) of a clouds.yaml entry named by ``--os-cloud``/``OS_CLOUD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from l3ha.errors import BadInputError, ConfigError, UnreachableError, UserError
+
+DEFAULT_CLOUD = "l3ha-emulator"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "emulator",
+        help="run an emulated Neutron API with simulated L3 agents",
+        description="A stateful Neutron API emulator with simulated L3 agents, data plane "
+        "and faults, for rehearsals and tests.",
+    )
+    sub = parser.add_subparsers(title="emulator commands", metavar="COMMAND")
+    _register_serve(sub)
+    _register_fault(sub)
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+
+def _register_serve(sub: Any) -> None:
+    from l3ha.emulator.faults import FAULT_HELP
+
+    p = sub.add_parser(
+        "serve",
+        help="build an emulated cloud and serve it until Ctrl-C",
+        description="Build an emulated cloud (agents net-1..net-N over AZs az1..azK, routers "
+        "router-0001... bound with ports), serve the Neutron API, write a "
+        "clouds.yaml entry 'l3ha-emulator' and run until Ctrl-C or SIGTERM. The "
+        "first output line is the URL.",
+        epilog="scenario steps: " + "; ".join(f"{k} {v}" for k, v in FAULT_HELP.items()),
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        metavar="PORT",
+        type=int,
+        default=9696,
+        help="TCP port, 0 = any free (default 9696)",
+    )
+    p.add_argument(
+        "--agents", metavar="N", type=int, default=10, help="L3 agents net-1..net-N (default 10)"
+    )
+    p.add_argument("--routers", metavar="N", type=int, default=100, help="routers (default 100)")
+    p.add_argument(
+        "--busy", metavar="N", type=int, default=0, help="routers tagged l3ha:busy (default 0)"
+    )
+    p.add_argument("--ha-routers", metavar="N", type=int, default=0, help="HA routers (default 0)")
+    p.add_argument(
+        "--dvr-routers",
+        metavar="N",
+        type=int,
+        default=0,
+        help="distributed routers, hosted by extra dvr_snat agents snat-1.. (default 0)",
+    )
+    p.add_argument("--azs", metavar="N", type=int, default=1, help="availability zones (default 1)")
+    p.add_argument(
+        "--report-interval",
+        metavar="S",
+        type=float,
+        default=30.0,
+        help="agent heartbeat interval in seconds (default 30)",
+    )
+    p.add_argument(
+        "--agent-down-time",
+        metavar="S",
+        type=float,
+        default=75.0,
+        help="heartbeat age after which an agent is dead (default 75)",
+    )
+    p.add_argument(
+        "--seed", metavar="N", type=int, default=0, help="seed of ids and choices (default 0)"
+    )
+    p.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="YAML/JSON list of timed faults: [{at: SECONDS, fault: KIND, ...}]",
+    )
+    p.add_argument(
+        "--clouds-yaml",
+        metavar="PATH",
+        help="where to write the clouds.yaml entry (default $XDG_CONFIG_HOME/l3ha/clouds.yaml)",
+    )
+    p.add_argument(
+        "--keystone", action="store_true", help="serve a minimal Keystone v3 and require its tokens"
+    )
+    p.add_argument(
+        "--neutron-auto-failover",
+        action="store_true",
+        help="reschedule routers off dead agents like Neutron's allow_automatic_l3agent_failover",
+    )
+    p.add_argument(
+        "--dataplane-listeners",
+        type=int,
+        default=0,
+        metavar="N",
+        help="TCP listeners on 127.42.x.y for the first N routers, open while they forward",
+    )
+    p.add_argument(
+        "--router-base-time",
+        metavar="S",
+        type=float,
+        default=1.5,
+        help="seconds an agent needs per router, plus 0.25 s per port (default 1.5)",
+    )
+    p.add_argument(
+        "--router-port-time",
+        metavar="S",
+        type=float,
+        default=0.25,
+        help="extra seconds per router port (default 0.25)",
+    )
+    p.add_argument(
+        "--agent-concurrency",
+        metavar="N",
+        type=int,
+        default=8,
+        help="routers an agent processes at once (default 8)",
+    )
+    p.add_argument(
+        "--ha-takeover-time",
+        metavar="S",
+        type=float,
+        default=7.0,
+        help="seconds before a standby replica takes over (default 7)",
+    )
+    p.add_argument(
+        "--agent-capacity",
+        metavar="N",
+        type=int,
+        default=1000,
+        help="busy weight an agent carries before its routers stop forwarding "
+        "(busy router 10, else 1 or its l3ha:weight=N tag; default 1000)",
+    )
+    p.set_defaults(func=serve)
+
+
+def _register_fault(sub: Any) -> None:
+    from l3ha.emulator.faults import FAULT_HELP
+
+    p = sub.add_parser(
+        "fault",
+        help="inject a fault into a running emulator",
+        description="Inject a fault into a running emulator.",
+        epilog="faults: " + "; ".join(f"{k} {v}" for k, v in FAULT_HELP.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("words", nargs="+", metavar="KIND ARG", help="fault kind and its arguments")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--os-cloud", metavar="NAME", help="clouds.yaml entry of the emulator (default $OS_CLOUD)"
+    )
+    where.add_argument("--url", help="the emulator's URL, e.g. http://127.0.0.1:9696/")
+    p.set_defaults(func=fault)
+
+
+# --- serve ------------------------------------------------------------------------
+
+
+def default_clouds_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "l3ha" / "clouds.yaml"
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from l3ha.emulator import EmulatorConfig
+
+    cfg = EmulatorConfig(
+        agents=args.agents,
+        routers=args.routers,
+        busy=args.busy,
+        ha_routers=args.ha_routers,
+        dvr_routers=args.dvr_routers,
+        azs=args.azs,
+        report_interval=args.report_interval,
+        agent_down_time=args.agent_down_time,
+        seed=args.seed,
+        dataplane_listeners=args.dataplane_listeners,
+        neutron_auto_failover=args.neutron_auto_failover,
+        keystone=args.keystone,
+        router_base_time=args.router_base_time,
+        router_port_time=args.router_port_time,
+        agent_concurrency=args.agent_concurrency,
+        ha_takeover_time=args.ha_takeover_time,
+        agent_capacity=args.agent_capacity,
+        host=args.host,
+        port=args.port,
+    )
+    try:
+        cfg.validate()
+    except ValueError as err:
+        raise BadInputError(str(err).replace("_", "-")) from None
+    return cfg
+
+
+def serve(args: argparse.Namespace) -> int:
+    from l3ha.emulator import Emulator, FaultError
+    from l3ha.emulator.faults import load_scenario
+
+    cfg = _config(args)
+    steps = []
+    if args.scenario:
+        try:
+            steps = load_scenario(args.scenario)
+        except FaultError as err:
+            raise BadInputError(err.message) from None
+    emu = Emulator(cfg)
+    try:
+        emu.start()
+    except OSError as err:
+        raise BadInputError(
+            f"cannot listen on {cfg.host}:{cfg.port}: {err.strerror or err}"
+        ) from None
+    try:
+        if steps:
+            try:
+                emu.schedule_scenario(steps)
+            except FaultError as err:
+                raise BadInputError(f"scenario: {err.message}") from None
+        path = emu.write_clouds_yaml(args.clouds_yaml or default_clouds_path())
+        print(emu.url)
+        print(f"clouds.yaml: {path}")
+        print(f"export OS_CLIENT_CONFIG_FILE={path} OS_CLOUD={DEFAULT_CLOUD}", flush=True)
+        _wait_for_signal()
+    finally:
+        emu.stop()
+    return 0
+
+
+def _wait_for_signal() -> None:
+    """Block until SIGTERM or SIGINT (also when SIGINT was inherited as ignored)."""
+    done = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    sys.stderr.write("l3ha: emulator stopped\n")
+
+
+# --- fault ------------------------------------------------------------------------
+
+
+def _clouds_candidates() -> list[Path]:
+    paths = []
+    if os.environ.get("OS_CLIENT_CONFIG_FILE"):
+        paths.append(Path(os.environ["OS_CLIENT_CONFIG_FILE"]))
+    paths += [
+        Path("clouds.yaml"),
+        default_clouds_path(),
+        Path.home() / ".config" / "openstack" / "clouds.yaml",
+        Path("/etc/openstack/clouds.yaml"),
+    ]
+    return paths
+
+
+def url_from_clouds(name: str) -> str:
+    """The emulator URL from the clouds.yaml entry ``name``."""
+    for path in _clouds_candidates():
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"cannot read {path}: {err}") from None
+        entry = (data.get("clouds") or {}).get(name) if isinstance(data, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("network_endpoint_override"):
+            return str(entry["network_endpoint_override"])
+        auth_url = str((entry.get("auth") or {}).get("auth_url") or "")
+        if "/identity" in auth_url:
+            return auth_url.split("/identity", maxsplit=1)[0] + "/"
+        raise ConfigError(f"cloud {name!r} in {path} does not point at an emulator")
+    raise ConfigError(
+        f"no clouds.yaml entry {name!r} found (looked in "
+        f"{', '.join(str(p) for p in _clouds_candidates())})"
+    )
+
+
+def fault(args: argparse.Namespace) -> int:
+    from l3ha.emulator import FaultError
+    from l3ha.emulator.faults import fault_from_words
+
+    try:
+        parsed = fault_from_words(args.words)
+    except FaultError as err:
+        raise BadInputError(err.message) from None
+    url = args.url or url_from_clouds(args.os_cloud or os.environ.get("OS_CLOUD") or DEFAULT_CLOUD)
+    body = json.dumps({"fault": parsed.kind, **parsed.args}).encode()
+    request = urllib.request.Request(
+        url.rstrip("/") + "/_emulator/faults",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            result = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as err:
+        raise UserError(_error_message(err)) from None
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise UnreachableError(f"emulator at {url} not reachable: {reason}") from None
+    print(" ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
+
+
+def _error_message(err: urllib.error.HTTPError) -> str:
+    try:
+        doc = json.loads(err.read())
+        return str(doc["NeutronError"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return f"emulator answered HTTP {err.code}"

@@ -1,0 +1,301 @@
+"""The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims. Pure.
+
+Requests arrive as ``Request`` values and leave as ``Response`` values; the
+HTTP server does the I/O. Routers, ports, networks and floating IPs live in
+``api_resources``. Every error is an ``ApiError`` rendered as a ``NeutronError``
+body. Handlers run under ``world.lock``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from l3ha.clock import Clock
+from l3ha.emulator import render
+from l3ha.emulator.api_resources import ResourceApi
+from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.http_types import (
+    Request,
+    Response,
+    as_bool,
+    no_content,
+    not_found_path,
+    ok,
+    resource_body,
+)
+from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
+from l3ha.emulator.sim import Simulation
+from l3ha.emulator.world import AgentRec, NetworkRec, RouterRec, World
+
+Doc = dict[str, Any]
+
+AGENTS = CollectionSpec(
+    "agents",
+    frozenset({"id", "agent_type", "binary", "topic", "host", "admin_state_up", "alive",
+               "availability_zone", "description"}),
+    sort_keys=frozenset({"id", "host", "agent_type", "binary", "topic", "admin_state_up",
+                         "description", "created_at", "started_at", "heartbeat_timestamp"}),
+    unsortable=frozenset({"alive"}),
+    bool_keys=frozenset({"admin_state_up", "alive"}),
+)
+
+EXTENSIONS = [
+    ("agent", "agent", "The agent management extension."),
+    ("l3_agent_scheduler", "L3 Agent Scheduler", "Schedule routers among l3 agents"),
+    ("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding"),
+    ("ext-gw-mode", "Neutron L3 Configurable external gateway mode", "Extension of the router"),
+    ("l3-ha", "HA Router extension", "Adds HA capability to routers."),
+    ("dvr", "Distributed Virtual Router", "Enables configuration of Distributed Virtual Routers."),
+    ("availability_zone", "Availability Zone", "The availability zone extension."),
+    ("router_availability_zone", "Router Availability Zone", "Availability zone for routers."),
+    ("network_availability_zone", "Network Availability Zone", "Availability zone for networks."),
+    ("standard-attr-tag", "Tag support for resources with standard attribute",
+     "Enables to set tag on resources with standard attribute."),
+    ("standard-attr-timestamp", "Resource timestamps", "Adds created_at and updated_at fields."),
+    ("standard-attr-revisions", "Resource revision numbers", "Adds revision_number."),
+    ("standard-attr-description", "standard-attr-description", "Extension to add descriptions."),
+    ("binding", "Port Binding", "Expose port bindings of a virtual port to external application"),
+    ("external-net", "Neutron external network", "Adds external network attribute."),
+    ("extraroute", "Neutron Extra Route", "Extra routes configuration for L3 router"),
+    ("project-id", "project_id field enabled", "Extension that indicates project_id is enabled."),
+    ("pagination", "Pagination support", "Extension that indicates that pagination is enabled."),
+    ("sorting", "Sorting support", "Extension that indicates that sorting is enabled."),
+    ("filter-validation", "Filter parameters validation", "Validate filter parameters."),
+    ("l3-flavors", "Router Flavor Extension", "Flavor support for routers."),
+    ("fip-port-details", "Floating IP Port Details Extension", "Add port_details attribute."),
+]
+EXTENSION_UPDATED = "2017-01-01T00:00:00-00:00"
+EXTENSION_UPDATED_BY_ALIAS = {"l3_agent_scheduler": "2013-02-07T10:00:00-00:00"}
+DESCRIPTION_MAX = 255
+RESOURCES = ["networks", "subnets", "ports", "routers", "floatingips", "agents",
+             "availability_zones", "extensions"]
+
+
+class NeutronApi:
+    """Dispatches Neutron requests to handlers."""
+
+    def __init__(self, world: World, sim: Simulation, cfg: EmulatorConfig, clock: Clock,
+                 public: NetworkRec) -> None:
+        self.world = world
+        self.sim = sim
+        self.cfg = cfg
+        self.clock = clock
+        self.public = public
+        self.resources = ResourceApi(self)
+
+    # --- entry ----------------------------------------------------------------
+
+    def handle(self, req: Request) -> Response:
+        try:
+            with self.world.lock:
+                return self._dispatch(req)
+        except ApiError as err:
+            return Response(err.status, err.body())
+
+    def _dispatch(self, req: Request) -> Response:
+        path = req.path
+        if path == "/":
+            return self._versions(req)
+        if path == "/v2.0":
+            raise not_found_path()
+        if not path.startswith("/v2.0/"):
+            raise ApiError(404, "HTTPNotFound", "", raw={"code": 404, "title": "Not Found",
+                                                         "description": None})
+        parts = [p for p in path[len("/v2.0/"):].split("/") if p]
+        if parts and parts[-1].endswith(".json"):
+            parts[-1] = parts[-1][: -len(".json")]
+        if not parts:
+            return self._resource_index(req)
+        handler = self._route(parts, req.method)
+        return handler(req, *parts[1:])
+
+    def _route(self, parts: list[str], method: str) -> Callable[..., Response]:
+        table: dict[tuple[str, int, str], Callable[..., Response]] = {
+            ("extensions", 1, "GET"): self._extensions,
+            ("extensions", 2, "GET"): self._extension,
+            ("agents", 1, "GET"): self._list_agents,
+            ("agents", 1, "POST"): self._create_agent,
+            ("agents", 2, "GET"): self._show_agent,
+            ("agents", 2, "PUT"): self._update_agent,
+            ("agents", 2, "DELETE"): self._delete_agent,
+        }
+        key = (parts[0], len(parts), method)
+        if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "l3-routers":
+            return self._l3_routers_route(len(parts), method)
+        if key in table:
+            return table[key]
+        return self.resources.route(parts, method)
+
+    def _l3_routers_route(self, size: int, method: str) -> Callable[..., Response]:
+        table: dict[tuple[int, str], Callable[..., Response]] = {
+            (3, "GET"): self._agent_routers,
+            (3, "POST"): self._bind,
+            (4, "DELETE"): self._unbind,
+            (4, "PUT"): self._update_binding,
+        }
+        handler = table.get((size, method))
+        if handler is None:
+            raise not_found_path()
+        return handler
+
+    # --- discovery --------------------------------------------------------------
+
+    def _versions(self, req: Request) -> Response:
+        if req.method != "GET":
+            raise ApiError(405, "HTTPMethodNotAllowed", "", raw={
+                "code": 405, "title": "Method Not Allowed", "description": ""})
+        link = {"rel": "self", "href": f"{req.base}/v2.0/"}
+        return ok({"versions": [{"id": "v2.0", "status": "CURRENT", "links": [link]}]})
+
+    def _resource_index(self, req: Request) -> Response:
+        return ok({"resources": [
+            {"name": name[:-1] if name != "availability_zones" else "availability_zone",
+             "collection": name,
+             "links": [{"rel": "self", "href": f"{req.base}/v2.0/{name}"}]}
+            for name in RESOURCES]})
+
+    def _extension_doc(self, alias: str, name: str, description: str) -> Doc:
+        updated = EXTENSION_UPDATED_BY_ALIAS.get(alias, EXTENSION_UPDATED)
+        return {"alias": alias, "name": name, "description": description,
+                "updated": updated, "links": []}
+
+    def _extensions(self, req: Request) -> Response:
+        return ok({"extensions": [self._extension_doc(*e) for e in EXTENSIONS]})
+
+    def _extension(self, req: Request, alias: str) -> Response:
+        for ext in EXTENSIONS:
+            if ext[0] == alias:
+                return ok({"extension": self._extension_doc(*ext)})
+        raise ApiError(404, "HTTPNotFound", "", raw={
+            "message": "The resource could not be found.<br /><br />\n"
+                       f"Extension with alias {alias} does not exist\n\n",
+            "code": "404 Not Found", "title": "Not Found"})
+
+    # --- agents ---------------------------------------------------------------------
+
+    def agent(self, agent_id: str) -> AgentRec:
+        agent = self.world.agents.get(agent_id)
+        if agent is None:
+            raise ApiError(404, "AgentNotFound", f"Agent {agent_id} could not be found.")
+        return agent
+
+    def router(self, router_id: str) -> RouterRec:
+        router = self.world.routers.get(router_id)
+        if router is None:
+            raise ApiError(404, "RouterNotFound", f"Router {router_id} could not be found")
+        return router
+
+    def collection_url(self, req: Request) -> str:
+        return f"{req.base}{req.path}"
+
+    def _list_agents(self, req: Request) -> Response:
+        now = self.clock.wall()
+        return ok(list_collection(
+            list(self.world.agents.values()), lambda a: render.agent_doc(self.sim, a, now),
+            lambda a: a.id, req.params, AGENTS, self.collection_url(req)))
+
+    def _create_agent(self, req: Request) -> Response:
+        raise ApiError(400, "BadRequest",
+                       "Bad agents request: Agent creation using API is not supported..")
+
+    def _fields(self, req: Request) -> list[str]:
+        return [v for k, v in req.params if k == "fields" and v]
+
+    def _show_agent(self, req: Request, agent_id: str) -> Response:
+        doc = render.agent_doc(self.sim, self.agent(agent_id), self.clock.wall())
+        fields = self._fields(req)
+        return ok({"agent": {k: v for k, v in doc.items() if not fields or k in fields}})
+
+    def _update_agent(self, req: Request, agent_id: str) -> Response:
+        agent = self.agent(agent_id)
+        changes = resource_body(req.body, "agent")
+        known = set(render.agent_doc(self.sim, agent, self.clock.wall()))
+        for key in changes:
+            if key not in known:
+                raise bad_request(f"Unrecognized attribute(s) '{key}'")
+            if key not in ("admin_state_up", "description"):
+                raise bad_request(f"Cannot update read-only attribute {key}")
+        if "description" in changes:
+            value = changes["description"]
+            if value is not None and not isinstance(value, str):
+                raise bad_request(f"Invalid input for description. Reason: '{value}' is not a "
+                                  "valid string.")
+            if value is not None and len(value) > DESCRIPTION_MAX:
+                raise bad_request(f"Invalid input for description. Reason: '{value}' exceeds "
+                                  f"maximum length of {DESCRIPTION_MAX}.")
+            agent.description = value
+        if "admin_state_up" in changes:
+            self.sim.set_admin_state(agent, as_bool(changes["admin_state_up"], "admin_state_up"))
+        return ok({"agent": render.agent_doc(self.sim, agent, self.clock.wall())})
+
+    def _delete_agent(self, req: Request, agent_id: str) -> Response:
+        agent = self.agent(agent_id)
+        for router in list(agent.routers.values()):
+            self.sim.unbind(router, agent)
+        self.sim.kill(agent)
+        del self.world.agents[agent.id]
+        if self.world.agents_by_host.get(agent.host) is agent:
+            del self.world.agents_by_host[agent.host]
+        return no_content()
+
+    # --- l3 agent scheduler shims ------------------------------------------------------
+
+    def _agent_routers(self, req: Request, agent_id: str, _sub: str) -> Response:
+        agent = self.agent(agent_id)
+        routers = [render.router_doc(r, self.public, render.router_azs(r), internal=True)
+                   for r in agent.routers.values()]
+        return ok({"routers": routers})
+
+    def _bind(self, req: Request, agent_id: str, _sub: str) -> Response:
+        body = req.body if isinstance(req.body, dict) else {}
+        if "router_id" not in body:
+            raise bad_request("Failed to parse request. Required attribute 'router_id' not "
+                              "specified")
+        router = self.router(str(body["router_id"]))
+        agent = self.agent(agent_id)
+        self._check_bindable(router, agent)
+        if agent.id in router.bindings:
+            return ok(None, 201)
+        if router.bindings and not router.ha:
+            existing = next(iter(router.bindings))
+            raise ApiError(409, "RouterHostedByL3Agent",
+                           f"The router {router.id} has been already hosted by the L3 Agent "
+                           f"{existing}.")
+        self.sim.bind(router, agent)
+        return ok(None, 201)
+
+    def _check_bindable(self, router: RouterRec, agent: AgentRec) -> None:
+        if not agent.is_l3:
+            raise invalid_l3_agent(agent)
+        if agent.mode in ("dvr", "dvr_no_external"):
+            raise ApiError(409, "DVRL3CannotAssignToDvrAgent",
+                           "Not allowed to manually assign a router to an agent in 'dvr' mode.")
+        if agent.mode == "legacy" and router.distributed:
+            raise ApiError(409, "RouterL3AgentMismatch",
+                           f"Cannot host distributed router {router.id} on legacy L3 agent "
+                           f"{agent.id}.")
+        if not agent.admin_state_up:
+            raise invalid_l3_agent(agent)
+
+    def _unbind(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+        agent = self.agent(agent_id)
+        if agent.mode in ("dvr", "dvr_no_external"):
+            raise ApiError(409, "DVRL3CannotRemoveFromDvrAgent",
+                           "Not allowed to manually remove a router from an agent in 'dvr' "
+                           "mode.")
+        router = self.world.routers.get(router_id)
+        if router is not None:
+            self.sim.unbind(router, agent)
+        self.router(router_id)
+        return no_content()
+
+    def _update_binding(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+        raise ApiError(501, "NotImplementedError",
+                       "Updating a router in an L3 agent is not supported for this backend",
+                       root="NotImplementedError")
+
+
+def invalid_l3_agent(agent: AgentRec) -> ApiError:
+    return ApiError(404, "InvalidL3Agent",
+                    f"Agent {agent.id} is not a L3 Agent or has been disabled")

@@ -1,0 +1,82 @@
+"""Settings of one emulated cloud: sizes, timings, capacities. Pure.
+
+Every field has a default that makes a small, healthy cloud; ``validate``
+names the first bad field in a one-line message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass
+class EmulatorConfig:
+    """How big the emulated cloud is and how its simulated agents behave."""
+
+    agents: int = 10
+    routers: int = 100
+    busy: int = 0
+    ha_routers: int = 0
+    dvr_routers: int = 0
+    azs: int = 1
+    report_interval: float = 30.0
+    agent_down_time: float = 75.0
+    seed: int = 0
+    agent_concurrency: int = 8
+    router_base_time: float = 1.5
+    router_port_time: float = 0.25
+    dataplane_listeners: int = 0
+    neutron_auto_failover: bool = False
+    keystone: bool = False
+    host: str = "127.0.0.1"
+    port: int = 0
+    # VRRP-like takeover: keepalived waits ~3 adverts (2 s) plus skew.
+    ha_takeover_time: float = 7.0
+    # Busy weight an agent carries before its routers stop forwarding.
+    agent_capacity: int = 1000
+    # Extra non-L3 agents (a "DHCP agent" on net-1, net-2, ...) for API realism.
+    dhcp_agents: int = 0
+    # Replicas per HA router (Neutron's max_l3_agents_per_router, capped by agents).
+    ha_replicas: int = 2
+    # Agents a new HA router created through the API is scheduled to (Neutron's default 3).
+    max_l3_agents_per_router: int = 3
+    # Keystone credentials when ``keystone`` is on.
+    username: str = "admin"
+    password: str = "l3ha-emulator"
+    project_name: str = "admin"
+    # Loopback network that holds the data-plane listeners (127.A.B.0/16).
+    listener_prefix: tuple[int, int] = (42, 0)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first field that makes no sense."""
+        for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
+                     "dataplane_listeners", "dhcp_agents", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        for name in ("report_interval", "agent_down_time", "agent_concurrency", "azs",
+                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
+        for name in ("router_base_time", "router_port_time", "ha_takeover_time"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if self.ha_routers + self.dvr_routers > self.routers:
+            raise ValueError(
+                "ha_routers + dvr_routers must not exceed routers "
+                f"({self.ha_routers}+{self.dvr_routers} > {self.routers})"
+            )
+        if self.busy > self.routers:
+            raise ValueError(f"busy must not exceed routers ({self.busy} > {self.routers})")
+        if self.routers and not self.agents:
+            raise ValueError("routers need at least one agent")
+        if self.dataplane_listeners > self.routers:
+            raise ValueError("dataplane_listeners must not exceed routers")
+        if self.dataplane_listeners > 65000:
+            raise ValueError("dataplane_listeners must be at most 65000")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be 0..65535, not {self.port}")
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """Names of every setting (for the CLI and fault parsing)."""
+        return [f.name for f in fields(cls)]

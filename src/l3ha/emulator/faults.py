@@ -1,0 +1,156 @@
+"""Fault kinds of the emulator, their arguments, and scenario files.
+
+Pure, except ``load_scenario`` (reads a file).
+
+A fault is a kind plus named arguments, e.g. ``{"fault": "kill-agent", "host": "net-1"}``.
+The same description arrives from ``POST /_emulator/faults``, from
+``l3ha emulator fault KIND ARGS...`` (positional arguments in the order of
+``FAULT_ARGS``) and from timed steps of a ``--scenario`` file
+(``[{at: SECONDS, fault: KIND, ...args}]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# kind -> ordered (name, type) of its arguments; a trailing "?" marks an optional one.
+FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
+    "kill-agent": [("host", str)],
+    "revive-agent": [("host", str)],
+    "broker-outage": [("seconds", float)],
+    "mgmt-partition": [("host", str), ("seconds", float)],
+    "dataplane-fail": [("host", str)],
+    "slow-agent": [("host", str), ("factor", float)],
+    "api-errors": [("rate", float), ("status", int)],
+    "api-latency": [("ms", float)],
+    "api-outage": [("seconds", float)],
+    "split-brain": [("router", str), ("seconds?", float)],
+}
+
+FAULT_HELP = {
+    "kill-agent": "HOST: the node dies (no heartbeats, no forwarding)",
+    "revive-agent": "HOST: the node restarts (new started_at, resync of its routers)",
+    "broker-outage": "SECONDS: every heartbeat stops, forwarding goes on",
+    "mgmt-partition": "HOST SECONDS: the host's heartbeats stop, forwarding goes on",
+    "dataplane-fail": "HOST: heartbeats go on, forwarding stops",
+    "slow-agent": "HOST FACTOR: the agent processes routers FACTOR times slower",
+    "api-errors": "RATE STATUS: answer RATE (0..1) of API calls with STATUS",
+    "api-latency": "MS: delay every API answer by MS milliseconds",
+    "api-outage": "SECONDS: answer every API call with 503",
+    "split-brain": "ROUTER [SECONDS]: every live replica of an HA router turns active",
+}
+
+
+class FaultError(Exception):
+    """A fault request that cannot be applied; ``status`` is the HTTP code to answer."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    args: Mapping[str, Any]
+
+
+def _convert(kind: str, name: str, kind_type: type, value: Any) -> Any:
+    try:
+        converted = kind_type(value)
+    except (TypeError, ValueError):
+        raise FaultError(f"{kind}: {name} must be a {kind_type.__name__}, not {value!r}") from None
+    if isinstance(converted, float) and converted < 0:
+        raise FaultError(f"{kind}: {name} must be 0 or more, not {value!r}")
+    return converted
+
+
+def parse_fault(doc: Mapping[str, Any]) -> Fault:
+    """Validate ``{"fault": KIND, ...args}`` (argument types and presence)."""
+    kind = doc.get("fault")
+    if kind not in FAULT_ARGS:
+        raise FaultError(f"unknown fault {kind!r}; known: {', '.join(FAULT_ARGS)}")
+    args: dict[str, Any] = {}
+    for spec, kind_type in FAULT_ARGS[kind]:
+        name = spec.rstrip("?")
+        if name not in doc or doc[name] is None:
+            if spec.endswith("?"):
+                continue
+            raise FaultError(f"{kind}: missing argument {name}")
+        args[name] = _convert(kind, name, kind_type, doc[name])
+    extra = set(doc) - {"fault", "at"} - {s.rstrip("?") for s, _ in FAULT_ARGS[kind]}
+    if extra:
+        raise FaultError(f"{kind}: unknown argument(s) {', '.join(sorted(extra))}")
+    if kind == "api-errors" and not 0 <= args["rate"] <= 1:
+        raise FaultError("api-errors: rate must be between 0 and 1")
+    if kind == "api-errors" and not 400 <= args["status"] <= 599:
+        raise FaultError("api-errors: status must be an HTTP error code (400..599)")
+    if kind == "slow-agent" and args["factor"] <= 0:
+        raise FaultError("slow-agent: factor must be greater than 0")
+    return Fault(kind, args)
+
+
+def fault_from_words(words: Sequence[str]) -> Fault:
+    """``["mgmt-partition", "net-1", "30"]`` -> a Fault."""
+    if not words:
+        raise FaultError(f"name a fault: {', '.join(FAULT_ARGS)}")
+    kind, values = words[0], list(words[1:])
+    if kind not in FAULT_ARGS:
+        raise FaultError(f"unknown fault {kind!r}; known: {', '.join(FAULT_ARGS)}")
+    specs = FAULT_ARGS[kind]
+    required = [s for s, _ in specs if not s.endswith("?")]
+    if not len(required) <= len(values) <= len(specs):
+        usage = " ".join(s.rstrip("?").upper() for s, _ in specs)
+        raise FaultError(f"usage: {kind} {usage}")
+    doc: dict[str, Any] = {"fault": kind}
+    for (spec, _), value in zip(specs, values, strict=False):
+        doc[spec.rstrip("?")] = value
+    return parse_fault(doc)
+
+
+@dataclass(frozen=True)
+class Step:
+    at: float
+    fault: Fault
+
+
+def parse_scenario(data: Any) -> list[Step]:
+    """A list of ``{at: SECONDS, fault: KIND, ...}`` -> steps in time order."""
+    if not isinstance(data, list):
+        raise FaultError("a scenario is a list of {at: SECONDS, fault: KIND, ...} steps")
+    steps = []
+    for number, item in enumerate(data, start=1):
+        if not isinstance(item, dict):
+            raise FaultError(f"scenario step {number} is not a mapping")
+        try:
+            at = float(item.get("at", 0))
+        except (TypeError, ValueError):
+            raise FaultError(f"scenario step {number}: at must be a number") from None
+        if at < 0:
+            raise FaultError(f"scenario step {number}: at must be 0 or more")
+        try:
+            steps.append(Step(at, parse_fault(item)))
+        except FaultError as err:
+            raise FaultError(f"scenario step {number}: {err.message}") from None
+    return sorted(steps, key=lambda s: s.at)
+
+
+def load_scenario(path: str | Path) -> list[Step]:
+    """Read a YAML or JSON scenario file. I/O: reads ``path``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise FaultError(f"cannot read scenario {path}: {err.strerror or err}") from None
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise FaultError(f"scenario {path} is not valid YAML/JSON: {first}") from None
+    return parse_scenario(data)

@@ -1,0 +1,246 @@
+"""Neutron-shaped dicts for the emulator's records. Pure (reads the simulation's state).
+
+Agent timestamps are naive UTC ``YYYY-MM-DD HH:MM:SS``; router, port, network
+and floating IP timestamps are ISO 8601 with ``Z``, as real Neutron renders them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from l3ha.emulator.sim import Simulation
+from l3ha.emulator.world import (
+    OWNER_DVR_INTERFACE,
+    OWNER_HA_INTERFACE,
+    AgentRec,
+    FipRec,
+    NetworkRec,
+    PortRec,
+    RouterRec,
+)
+
+Doc = dict[str, Any]
+
+
+def agent_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def iso_time(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _configurations(agent: AgentRec) -> Doc:
+    if not agent.is_l3:
+        return {"dhcp_driver": "neutron.agent.linux.dhcp.Dnsmasq", "dhcp_lease_duration": 86400,
+                "log_agent_heartbeats": False, "networks": 0, "ports": 0, "subnets": 0}
+    return {
+        "agent_mode": agent.mode,
+        "ex_gw_ports": agent.ex_gw_ports,
+        "extensions": [],
+        "floating_ips": agent.floating_ips,
+        "handle_internal_only_routers": True,
+        "interface_driver": "openvswitch",
+        "interfaces": agent.interfaces,
+        "log_agent_heartbeats": False,
+        "routers": len(agent.routers),
+    }
+
+
+def agent_doc(sim: Simulation, agent: AgentRec, now: datetime) -> Doc:
+    """The agent as ``GET /v2.0/agents`` shows it (``alive`` judged at ``now``)."""
+    l3 = agent.is_l3
+    return {
+        "id": agent.id,
+        "agent_type": agent.agent_type,
+        "binary": "neutron-l3-agent" if l3 else "neutron-dhcp-agent",
+        "topic": "l3_agent" if l3 else "dhcp_agent",
+        "host": agent.host,
+        "admin_state_up": agent.admin_state_up,
+        "created_at": agent_time(agent.created_at),
+        "started_at": agent_time(agent.started_at),
+        "heartbeat_timestamp": agent_time(agent.heartbeat),
+        "alive": sim.is_alive(agent, now),
+        "configurations": _configurations(agent),
+        "description": agent.description,
+        "availability_zone": agent.az,
+        "resources_synced": None,
+    }
+
+
+def hosting_agent_doc(sim: Simulation, router: RouterRec, agent: AgentRec,
+                      ha_state: str | None, now: datetime) -> Doc:
+    """An entry of ``GET /v2.0/routers/{id}/l3-agents``."""
+    doc = agent_doc(sim, agent, now)
+    doc["resource_versions"] = {}
+    doc["ha_chassis_priority"] = None
+    doc["ha_state"] = ha_state
+    return doc
+
+
+def reported_ha_states(sim: Simulation, router: RouterRec, now: datetime) -> dict[str, str]:
+    """Per agent id, the HA state the server reports, with Neutron's dead-agent rule.
+
+    When an agent that reported ``active`` is dead (or disabled), its state
+    becomes ``standby`` — or ``unknown`` when every hosting agent is dead. Like
+    Neutron, the corrected state is written back.
+    """
+    replicas = list(router.bindings.values())
+    dead = [r for r in replicas if not (sim.is_alive(r.agent, now) and r.agent.admin_state_up)]
+    active_dead = [r for r in dead if r.reported == "active"]
+    if active_dead:
+        state = "unknown" if len(dead) == len(replicas) else "standby"
+        for replica in active_dead:
+            replica.reported = state
+    return {r.agent.id: r.reported for r in replicas}
+
+
+def router_doc(router: RouterRec, public: NetworkRec, azs: list[str],
+               internal: bool = False) -> Doc:
+    """A router as the API shows it; ``internal``: as the scheduler shim returns it (the
+    plugin's dict, with gw_port_id, enable_snat, ha_vr_id and the default-route flags)."""
+    gateway = router.ports[0] if router.has_gateway and router.ports else None
+    gw_info = None
+    if gateway is not None:
+        gw_info = {
+            "network_id": public.id,
+            "external_fixed_ips": [{"subnet_id": public.subnet_id, "ip_address": gateway.ip}],
+            "enable_snat": True,
+        }
+    doc: Doc = {
+        "id": router.id,
+        "name": router.name,
+        "tenant_id": router.project_id,
+        "admin_state_up": router.admin_state_up,
+        "status": "ACTIVE",
+        "external_gateway_info": gw_info,
+        "description": router.description,
+        "availability_zones": azs,
+        "availability_zone_hints": list(router.az_hints),
+        "routes": [],
+        "ha": router.ha,
+        "distributed": router.distributed,
+        "flavor_id": None,
+        "tags": list(router.tags),
+        "created_at": iso_time(router.created_at),
+        "updated_at": iso_time(router.updated_at),
+        "revision_number": router.revision,
+        "project_id": router.project_id,
+    }
+    if internal:
+        doc["gw_port_id"] = gateway.id if gateway else None
+        doc["enable_snat"] = gateway is not None
+        doc["enable_default_route_bfd"] = False
+        doc["enable_default_route_ecmp"] = False
+        if router.ha:
+            doc["ha_vr_id"] = router.index % 254 + 1
+    return doc
+
+
+def router_azs(router: RouterRec) -> list[str]:
+    return sorted({r.agent.az for r in router.bindings.values()})
+
+
+def port_status(port: PortRec) -> str:
+    router = port.router
+    if port.replica is not None:
+        if not port.replica.agent.admin_state_up:
+            return "DOWN"
+        return "ACTIVE" if port.replica.processed else "BUILD"
+    if not router.bindings:
+        return "DOWN"
+    if any(r.processed for r in router.bindings.values()):
+        return "ACTIVE"
+    return "BUILD"
+
+
+def port_host(port: PortRec) -> str:
+    if port.replica is not None:
+        return port.replica.agent.host
+    if port.owner == OWNER_DVR_INTERFACE:
+        return ""
+    return port.router.ports_host
+
+
+def port_doc(port: PortRec) -> Doc:
+    net = port.network
+    name = ""
+    if port.owner == OWNER_HA_INTERFACE and port.replica is not None:
+        name = f"HA port tenant {port.router.project_id}"
+    project = "" if port.owner == OWNER_HA_INTERFACE else port.router.project_id
+    return {
+        "id": port.id,
+        "name": name,
+        "network_id": net.id,
+        "tenant_id": project,
+        "mac_address": port.mac,
+        "admin_state_up": True,
+        "status": port_status(port),
+        "device_id": port.router.id,
+        "device_owner": port.owner,
+        "fixed_ips": [{"subnet_id": net.subnet_id, "ip_address": port.ip}],
+        "allowed_address_pairs": [],
+        "extra_dhcp_opts": [],
+        "security_groups": [],
+        "description": "",
+        "binding:vnic_type": "normal",
+        "binding:profile": {},
+        "binding:host_id": port_host(port),
+        "binding:vif_type": "ovs" if port_host(port) else "unbound",
+        "binding:vif_details": {},
+        "port_security_enabled": False,
+        "tags": [],
+        "created_at": iso_time(port.created_at),
+        "updated_at": iso_time(port.created_at),
+        "revision_number": 1,
+        "project_id": project,
+    }
+
+
+def network_doc(net: NetworkRec) -> Doc:
+    return {
+        "id": net.id,
+        "name": net.name,
+        "tenant_id": "" if net.name.startswith("HA network") else net.project_id,
+        "admin_state_up": True,
+        "mtu": 1450 if not net.external else 1500,
+        "status": "ACTIVE",
+        "subnets": [net.subnet_id],
+        "shared": False,
+        "availability_zone_hints": [],
+        "availability_zones": [],
+        "ipv4_address_scope": None,
+        "ipv6_address_scope": None,
+        "router:external": net.external,
+        "description": "",
+        "port_security_enabled": True,
+        "is_default": False,
+        "tags": [],
+        "created_at": iso_time(net.created_at),
+        "updated_at": iso_time(net.created_at),
+        "revision_number": 1,
+        "project_id": "" if net.name.startswith("HA network") else net.project_id,
+    }
+
+
+def fip_doc(fip: FipRec, public: NetworkRec) -> Doc:
+    return {
+        "id": fip.id,
+        "floating_ip_address": fip.address,
+        "floating_network_id": public.id,
+        "router_id": fip.router.id,
+        "port_id": fip.port_id,
+        "fixed_ip_address": fip.fixed,
+        "status": "ACTIVE" if fip.router.reachable else "DOWN",
+        "tenant_id": fip.router.project_id,
+        "project_id": fip.router.project_id,
+        "description": "",
+        "qos_policy_id": None,
+        "port_details": None,
+        "port_forwardings": [],
+        "tags": [],
+        "created_at": iso_time(fip.created_at),
+        "updated_at": iso_time(fip.created_at),
+        "revision_number": 1,
+    }

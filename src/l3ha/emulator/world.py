@@ -1,0 +1,328 @@
+"""The emulated cloud's records and indices: agents, routers, ports, networks, bindings. Pure.
+
+Records are plain mutable objects with ``__slots__`` (50,000 routers must fit
+in memory); every change that affects a counter goes through a ``World``
+method so per-agent counters stay current without scanning routers. Callers
+hold ``World.lock`` around every read and write. Ids are UUIDs drawn from a
+generator seeded with the configuration's seed, so the same configuration
+builds the same cloud.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from datetime import datetime, timedelta
+
+L3_AGENT = "L3 agent"
+DHCP_AGENT = "DHCP agent"
+BUSY_TAG = "l3ha:busy"
+WEIGHT_TAG_PREFIX = "l3ha:weight="
+BUSY_WEIGHT = 10
+UUID_FIXED_MASK = (0xF000 << 64) | (0xC000 << 48)  # version nibble and variant bits
+UUID_V4_BITS = (0x4000 << 64) | (0x8000 << 48)
+
+OWNER_GATEWAY = "network:router_gateway"
+OWNER_INTERFACE = "network:router_interface"
+OWNER_HA_REPLICATED = "network:ha_router_replicated_interface"
+OWNER_HA_INTERFACE = "network:router_ha_interface"
+OWNER_DVR_INTERFACE = "network:router_interface_distributed"
+OWNER_SNAT = "network:router_centralized_snat"
+OWNER_FLOATINGIP = "network:floatingip"
+
+
+class NetworkRec:
+    """A network with one subnet (enough for router ports)."""
+
+    __slots__ = ("cidr_base", "created_at", "external", "id", "name", "project_id",
+                 "subnet_id")
+
+    def __init__(self, net_id: str, subnet_id: str, name: str, cidr_base: str,  # noqa: PLR0917
+                 external: bool, project_id: str, created_at: datetime) -> None:
+        self.id = net_id
+        self.subnet_id = subnet_id
+        self.name = name
+        self.cidr_base = cidr_base
+        self.external = external
+        self.project_id = project_id
+        self.created_at = created_at
+
+
+class AgentRec:
+    """One Neutron agent and the simulated process behind it."""
+
+    __slots__ = ("admin_state_up", "agent_type", "az", "created_at", "dataplane_ok",
+                 "description", "ex_gw_ports", "floating_ips", "generation", "heartbeat",
+                 "host", "id", "index", "inflight", "interfaces", "mode", "partition_until",
+                 "queue", "routers", "running", "slow_factor", "started_at", "weight")
+
+    def __init__(self, agent_id: str, index: int, host: str, az: str, agent_type: str,  # noqa: PLR0917
+                 mode: str, now: datetime) -> None:
+        self.id = agent_id
+        self.index = index
+        self.host = host
+        self.az = az
+        self.agent_type = agent_type
+        self.mode = mode
+        self.admin_state_up = True
+        self.description: str | None = None
+        self.created_at = now - timedelta(days=30)
+        self.started_at = now - timedelta(hours=1)
+        self.heartbeat = now
+        self.routers: dict[str, RouterRec] = {}
+        self.ex_gw_ports = 0
+        self.interfaces = 0
+        self.floating_ips = 0
+        self.weight = 0
+        # simulation state
+        self.running = True
+        self.dataplane_ok = True
+        self.partition_until = 0.0
+        self.slow_factor = 1.0
+        self.generation = 0
+        self.queue: deque[str] = deque()
+        self.inflight: dict[str, float] = {}
+
+    @property
+    def is_l3(self) -> bool:
+        return self.agent_type == L3_AGENT
+
+
+class Replica:
+    """A router's binding to one agent, with what that agent has done with it."""
+
+    __slots__ = ("agent", "ha_port", "processed", "reported", "vrrp")
+
+    def __init__(self, agent: AgentRec) -> None:
+        self.agent = agent
+        self.processed = False
+        self.vrrp = "backup"  # master | backup (the real keepalived state)
+        self.reported = "standby"  # what the server believes: active | standby | unknown
+        self.ha_port: PortRec | None = None
+
+
+class RouterRec:
+    """One router with its ports, bindings and data-plane record."""
+
+    __slots__ = ("admin_state_up", "az_hints", "bindings", "created_at", "description",
+                 "distributed", "down_since", "downtime", "election_due", "fips", "ha",
+                 "has_gateway", "id", "index", "listener", "name", "network", "ports",
+                 "ports_host", "project_id", "reachable", "revision", "since",
+                 "split_brain_until", "tags", "updated_at", "weight")
+
+    def __init__(self, router_id: str, index: int, name: str, project_id: str,  # noqa: PLR0917
+                 network: NetworkRec, now: datetime) -> None:
+        self.id = router_id
+        self.index = index
+        self.name = name
+        self.description = ""
+        self.project_id = project_id
+        self.admin_state_up = True
+        self.ha = False
+        self.distributed = False
+        self.az_hints: list[str] = []
+        self.created_at = now
+        self.updated_at = now
+        self.revision = 3
+        self.tags: list[str] = []
+        self.network = network
+        self.has_gateway = True
+        self.ports: list[PortRec] = []
+        self.fips: list[FipRec] = []
+        self.bindings: dict[str, Replica] = {}
+        self.ports_host = ""
+        self.election_due: float | None = None
+        self.split_brain_until = 0.0
+        self.weight = 1
+        self.reachable = False
+        self.since = now
+        self.downtime = 0.0
+        self.down_since: float | None = None
+        self.listener: str | None = None
+
+    @property
+    def interfaces(self) -> int:
+        return sum(1 for p in self.ports if p.owner in INTERFACE_OWNERS)
+
+
+INTERFACE_OWNERS = frozenset({OWNER_INTERFACE, OWNER_HA_REPLICATED, OWNER_DVR_INTERFACE})
+
+
+class PortRec:
+    """A router port (gateway, interface, HA, SNAT)."""
+
+    __slots__ = ("created_at", "id", "ip", "mac", "network", "owner", "replica", "router")
+
+    def __init__(self, port_id: str, mac: str, network: NetworkRec, ip: str, owner: str,  # noqa: PLR0917
+                 router: RouterRec, now: datetime) -> None:
+        self.id = port_id
+        self.mac = mac
+        self.network = network
+        self.ip = ip
+        self.owner = owner
+        self.router = router
+        self.created_at = now
+        self.replica: Replica | None = None
+
+
+class FipRec:
+    """A floating IP associated with an address behind a router."""
+
+    __slots__ = ("address", "created_at", "fixed", "id", "port_id", "router")
+
+    def __init__(self, fip_id: str, router: RouterRec, address: str, fixed: str,  # noqa: PLR0917
+                 port_id: str, now: datetime) -> None:
+        self.id = fip_id
+        self.router = router
+        self.address = address
+        self.fixed = fixed
+        self.port_id = port_id
+        self.created_at = now
+
+
+def router_weight(tags: list[str]) -> int:
+    """Busy weight from tags: ``l3ha:weight=N``, else ``l3ha:busy`` (10), else 1."""
+    for tag in tags:
+        if tag.startswith(WEIGHT_TAG_PREFIX) and tag[len(WEIGHT_TAG_PREFIX):].isdigit():
+            return max(1, int(tag[len(WEIGHT_TAG_PREFIX):]))
+    return BUSY_WEIGHT if BUSY_TAG in tags else 1
+
+
+class World:
+    """Every record of the emulated cloud, with indices and current counters."""
+
+    def __init__(self, seed: int) -> None:
+        self.lock = threading.RLock()
+        self._rng = random.Random(seed)
+        self._mac_counter = 0
+        self._ip_counter = 0
+        self.project_id = self.new_id().replace("-", "")
+        self.agents: dict[str, AgentRec] = {}
+        self.agents_by_host: dict[str, AgentRec] = {}
+        self.routers: dict[str, RouterRec] = {}
+        self.ports: dict[str, PortRec] = {}
+        self.networks: dict[str, NetworkRec] = {}
+        self.fips: dict[str, FipRec] = {}
+        self._routers_by_id: list[RouterRec] | None = None
+
+    # --- ids and addresses --------------------------------------------------
+
+    def new_id(self) -> str:
+        """A random (version 4) UUID string from the seeded generator."""
+        n = (self._rng.getrandbits(128) & ~UUID_FIXED_MASK) | UUID_V4_BITS
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def new_mac(self) -> str:
+        self._mac_counter += 1
+        n = self._mac_counter
+        return f"fa:16:3e:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
+
+    def new_public_ip(self) -> str:
+        self._ip_counter += 1
+        n = self._ip_counter
+        return f"172.{24 + (n >> 16) % 8}.{(n >> 8) & 255}.{n & 255}"
+
+    # --- creation -----------------------------------------------------------
+
+    def add_network(self, name: str, cidr_base: str, external: bool,
+                    now: datetime) -> NetworkRec:
+        net = NetworkRec(self.new_id(), self.new_id(), name, cidr_base, external,
+                         self.project_id, now)
+        self.networks[net.id] = net
+        return net
+
+    def add_agent(self, host: str, az: str, agent_type: str, mode: str,
+                  now: datetime) -> AgentRec:
+        agent = AgentRec(self.new_id(), len(self.agents), host, az, agent_type, mode, now)
+        self.agents[agent.id] = agent
+        if agent.is_l3:
+            self.agents_by_host[host] = agent
+        return agent
+
+    def add_router(self, name: str, network: NetworkRec, now: datetime) -> RouterRec:
+        router = RouterRec(self.new_id(), len(self.routers), name, self.project_id, network, now)
+        self.routers[router.id] = router
+        self._routers_by_id = None
+        return router
+
+    def delete_router(self, router: RouterRec) -> None:
+        """Forget a router with no bindings left, with its ports and floating IPs."""
+        for port in router.ports:
+            self.ports.pop(port.id, None)
+        for fip in router.fips:
+            self.fips.pop(fip.id, None)
+        del self.routers[router.id]
+        self._routers_by_id = None
+
+    def routers_by_id(self) -> list[RouterRec]:
+        """Routers sorted by id (cached until a router is added or deleted)."""
+        if self._routers_by_id is None:
+            self._routers_by_id = sorted(self.routers.values(), key=lambda r: r.id)
+        return self._routers_by_id
+
+    def add_port(self, router: RouterRec, network: NetworkRec, ip: str, owner: str,
+                 now: datetime) -> PortRec:
+        port = PortRec(self.new_id(), self.new_mac(), network, ip, owner, router, now)
+        self.ports[port.id] = port
+        if owner != OWNER_HA_INTERFACE:
+            router.ports.append(port)
+        return port
+
+    def add_fip(self, router: RouterRec, fixed: str, now: datetime) -> FipRec:
+        fip = FipRec(self.new_id(), router, self.new_public_ip(), fixed, self.new_id(), now)
+        self.fips[fip.id] = fip
+        router.fips.append(fip)
+        return fip
+
+    # --- bindings and counters ----------------------------------------------
+
+    def _count(self, agent: AgentRec, router: RouterRec, sign: int) -> None:
+        agent.ex_gw_ports += sign * (1 if router.has_gateway else 0)
+        agent.interfaces += sign * router.interfaces
+        agent.floating_ips += sign * len(router.fips)
+        agent.weight += sign * router.weight
+
+    def bind(self, router: RouterRec, agent: AgentRec, ha_network: NetworkRec | None,
+             now: datetime) -> Replica:
+        """Record that ``agent`` hosts ``router`` (creating the HA port for HA routers)."""
+        replica = Replica(agent)
+        router.bindings[agent.id] = replica
+        agent.routers[router.id] = router
+        self._count(agent, router, +1)
+        if router.ha and ha_network is not None:
+            n = len(self.ports) % 65000
+            ip = f"169.254.{192 + (n >> 8) % 64}.{n & 255}"
+            port = self.add_port(router, ha_network, ip, OWNER_HA_INTERFACE, now)
+            port.replica = replica
+            replica.ha_port = port
+        return replica
+
+    def unbind(self, router: RouterRec, agent: AgentRec) -> Replica | None:
+        """Remove the binding (and its HA port); None when there was none."""
+        replica = router.bindings.pop(agent.id, None)
+        if replica is None:
+            return None
+        agent.routers.pop(router.id, None)
+        self._count(agent, router, -1)
+        if replica.ha_port is not None:
+            self.ports.pop(replica.ha_port.id, None)
+            replica.ha_port = None
+        return replica
+
+    def set_tags(self, router: RouterRec, tags: list[str], now: datetime) -> None:
+        """Replace the router's tags, keeping agents' busy weight current."""
+        router.tags = sorted(set(tags))
+        new_weight = router_weight(router.tags)
+        for replica in router.bindings.values():
+            replica.agent.weight += new_weight - router.weight
+        router.weight = new_weight
+        self.touch(router, now)
+
+    def touch(self, router: RouterRec, now: datetime) -> None:
+        router.updated_at = now
+        router.revision += 1
+
+    def l3_agents(self) -> list[AgentRec]:
+        return [a for a in self.agents.values() if a.is_l3]

@@ -1,0 +1,227 @@
+"""Simulated agents on a ManualClock: heartbeats, processing, HA takeover, faults, auto-failover."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from l3ha.clock import ManualClock
+from l3ha.emulator import Emulator, FaultError
+
+from .conftest import Http, make
+
+
+def agent(api: Http, host: str) -> dict:
+    status, doc = api.get(f"/v2.0/agents/{api.agent_id(host)}")
+    assert status == 200
+    return doc["agent"]
+
+
+def router_id(emu: Emulator, name: str) -> str:
+    return next(r.id for r in emu.world.routers.values() if r.name == name)
+
+
+def ha_states(api: Http, rid: str) -> dict[str, str]:
+    agents = api.get(f"/v2.0/routers/{rid}/l3-agents")[1]["agents"]
+    return {a["host"]: a["ha_state"] for a in agents}
+
+
+def port_statuses(api: Http, rid: str) -> set[str]:
+    return {p["status"] for p in api.get("/v2.0/ports", device_id=rid)[1]["ports"]}
+
+
+def test_killed_agent_turns_dead_after_agent_down_time(small: Emulator, api: Http) -> None:
+    small.kill_agent("net-3")
+    small.advance(44)  # last heartbeat is at most 30 s old at the kill
+    assert agent(api, "net-3")["alive"] is True
+    small.advance(32)
+    assert agent(api, "net-3")["alive"] is False
+    assert agent(api, "net-1")["alive"] is True
+    dead = api.get("/v2.0/agents", alive="false")[1]["agents"]
+    assert [a["host"] for a in dead] == ["net-3"]
+
+
+def test_revive_changes_started_at_and_heartbeats_again(small: Emulator, api: Http) -> None:
+    before = agent(api, "net-2")
+    small.kill_agent("net-2")
+    small.advance(100)
+    small.revive_agent("net-2")
+    after = agent(api, "net-2")
+    assert after["alive"] is True
+    assert after["started_at"] != before["started_at"]
+    assert after["heartbeat_timestamp"] == after["started_at"]
+    small.advance(31)
+    assert agent(api, "net-2")["heartbeat_timestamp"] > after["heartbeat_timestamp"]
+
+
+@pytest.fixture
+def slow_cloud(clock: ManualClock) -> Iterator[Emulator]:
+    """2 agents, 6 legacy routers, 1 s per router, at most 2 at once."""
+    with make(clock, agents=2, routers=6, agent_concurrency=2, router_base_time=1.0,
+              router_port_time=0.0) as emu:
+        yield emu
+
+
+def test_ports_build_then_active_with_bounded_concurrency(slow_cloud: Emulator) -> None:
+    api = Http(slow_cloud)
+    net1, net2 = api.agent_id("net-1"), api.agent_id("net-2")
+    moved = [router_id(slow_cloud, f"router-000{n}") for n in (1, 3, 5)]  # all on net-1
+    for rid in moved:
+        assert api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")[0] == 204
+        assert port_statuses(api, rid) == {"DOWN"}
+        assert slow_cloud.dataplane()[rid]["reachable"] is False
+    for rid in moved:
+        assert api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})[0] == 201
+    assert [port_statuses(api, rid) for rid in moved] == [{"BUILD"}] * 3
+    slow_cloud.advance(1.01)
+    assert [port_statuses(api, rid) for rid in moved] == [{"ACTIVE"}, {"ACTIVE"}, {"BUILD"}]
+    slow_cloud.advance(1.0)
+    assert [port_statuses(api, rid) for rid in moved] == [{"ACTIVE"}] * 3
+    assert all(slow_cloud.dataplane()[rid]["reachable"] for rid in moved)
+    counts = {a["host"]: a["configurations"]["routers"]
+              for a in api.get("/v2.0/agents")[1]["agents"]}
+    assert counts == {"net-1": 0, "net-2": 6}
+
+
+def test_slow_agent_takes_longer(slow_cloud: Emulator) -> None:
+    api = Http(slow_cloud)
+    net1, net2 = api.agent_id("net-1"), api.agent_id("net-2")
+    rid = router_id(slow_cloud, "router-0001")
+    slow_cloud.slow_agent("net-2", 5)
+    api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")
+    api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
+    slow_cloud.advance(4.9)
+    assert port_statuses(api, rid) == {"BUILD"}
+    slow_cloud.advance(0.2)
+    assert port_statuses(api, rid) == {"ACTIVE"}
+    assert slow_cloud.dataplane()[rid]["downtime_s"] == pytest.approx(5.0, abs=0.01)
+
+
+def test_ha_takeover_after_vrrp_delay(small: Emulator, api: Http) -> None:
+    rid = router_id(small, "router-0001")  # active net-1, standby net-2
+    gateway = api.get("/v2.0/ports", device_id=rid,
+                      device_owner="network:router_gateway")[1]["ports"][0]
+    assert gateway["binding:host_id"] == "net-1"
+    small.kill_agent("net-1")
+    assert small.dataplane()[rid]["reachable"] is False
+    small.advance(6.9)
+    assert small.dataplane()[rid]["reachable"] is False
+    small.advance(0.2)
+    assert small.dataplane()[rid]["reachable"] is True
+    live_states = {h: s for h, s in ha_states(api, rid).items() if h != "net-1"}
+    assert live_states == {"net-2": "active"}
+    gateway = api.get(f"/v2.0/ports/{gateway['id']}")[1]["port"]
+    assert gateway["binding:host_id"] == "net-2"
+    small.advance(80)  # net-1 now reads dead: the server stops calling it active
+    assert ha_states(api, rid) == {"net-1": "standby", "net-2": "active"}
+
+
+def test_ha_state_unknown_when_all_replicas_dead(small: Emulator, api: Http) -> None:
+    rid = router_id(small, "router-0001")
+    small.kill_agent("net-1")
+    small.kill_agent("net-2")
+    small.advance(120)
+    assert ha_states(api, rid) == {"net-1": "unknown", "net-2": "standby"}
+    assert small.dataplane()[rid]["reachable"] is False
+
+
+def test_split_brain_reports_two_actives(small: Emulator, api: Http) -> None:
+    rid = router_id(small, "router-0002")
+    assert small.split_brain(rid, seconds=10) == 2
+    assert sorted(ha_states(api, rid).values()) == ["active", "active"]
+    small.advance(11)
+    assert sorted(ha_states(api, rid).values()) == ["active", "standby"]
+    assert small.split_brain("router-0002", seconds=1) == 2  # names work too
+    with pytest.raises(FaultError, match="unknown HA router 'router-0005'"):
+        small.split_brain("router-0005")
+
+
+def test_broker_outage_kills_heartbeats_not_forwarding(small: Emulator, api: Http) -> None:
+    small.broker_outage(120)
+    small.advance(110)
+    agents = api.get("/v2.0/agents", agent_type="L3 agent")[1]["agents"]
+    assert [a["alive"] for a in agents] == [False] * 4
+    assert all(d["reachable"] for d in small.dataplane().values())
+    small.advance(40)
+    agents = api.get("/v2.0/agents", agent_type="L3 agent")[1]["agents"]
+    assert [a["alive"] for a in agents] == [True] * 4
+
+
+def test_mgmt_partition_and_dataplane_fail(small: Emulator, api: Http) -> None:
+    small.mgmt_partition("net-3", 200)
+    small.dataplane_fail("net-4")
+    small.advance(100)
+    assert agent(api, "net-3")["alive"] is False
+    assert agent(api, "net-4")["alive"] is True
+    plane = small.dataplane()
+    assert plane[router_id(small, "router-0003")]["reachable"] is True
+    assert plane[router_id(small, "router-0004")]["reachable"] is False
+
+
+def test_admin_down_keeps_bindings_and_darkens_routers(small: Emulator, api: Http) -> None:
+    net3 = api.agent_id("net-3")
+    rid = router_id(small, "router-0003")
+    api.call("PUT", f"/v2.0/agents/{net3}", {"agent": {"admin_state_up": False}})
+    assert [a["host"] for a in api.get(f"/v2.0/routers/{rid}/l3-agents")[1]["agents"]] == [
+        "net-3"]
+    assert small.dataplane()[rid]["reachable"] is False
+    api.call("PUT", f"/v2.0/agents/{net3}", {"agent": {"admin_state_up": True}})
+    small.advance(5)
+    assert small.dataplane()[rid]["reachable"] is True
+
+
+def test_overloaded_agent_stops_forwarding(clock: ManualClock) -> None:
+    with make(clock, agents=2, routers=4, agent_capacity=12) as emu:
+        api = Http(emu)
+        rid1, rid3 = router_id(emu, "router-0001"), router_id(emu, "router-0003")
+        assert api.call("PUT", f"/v2.0/routers/{rid1}/tags/l3ha:busy")[0] == 201
+        assert emu.dataplane()[rid1]["reachable"] is True  # weight 11 <= 12
+        api.call("PUT", f"/v2.0/routers/{rid3}/tags/l3ha:weight=5")
+        assert emu.dataplane()[rid1]["reachable"] is False  # weight 15 > 12
+        assert emu.dataplane()[rid3]["reachable"] is False
+        assert emu.dataplane()[router_id(emu, "router-0002")]["reachable"] is True
+        api.call("DELETE", f"/v2.0/routers/{rid3}/tags/l3ha:weight=5")
+        assert emu.dataplane()[rid3]["reachable"] is True
+
+
+def test_neutron_auto_failover_moves_routers_off_dead_agents(clock: ManualClock) -> None:
+    with make(clock, agents=3, routers=6, neutron_auto_failover=True) as emu:
+        api = Http(emu)
+        emu.kill_agent("net-1")
+        emu.advance(150)
+        assert len(api.get(f"/v2.0/agents/{api.agent_id('net-1')}/l3-routers")[1]["routers"]) == 2
+        emu.advance(75)
+        hosted = {h: len(api.get(f"/v2.0/agents/{api.agent_id(h)}/l3-routers")[1]["routers"])
+                  for h in ("net-1", "net-2", "net-3")}
+        assert hosted == {"net-1": 0, "net-2": 3, "net-3": 3}
+        emu.advance(5)
+        assert all(d["reachable"] for d in emu.dataplane().values())
+
+
+def test_rebind_during_processing_starts_over(slow_cloud: Emulator) -> None:
+    api = Http(slow_cloud)
+    net1, net2 = api.agent_id("net-1"), api.agent_id("net-2")
+    rid = router_id(slow_cloud, "router-0001")
+    api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")
+    api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
+    slow_cloud.advance(0.6)
+    api.call("DELETE", f"/v2.0/agents/{net2}/l3-routers/{rid}")
+    api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
+    slow_cloud.advance(0.6)  # the abandoned first run would have finished here
+    assert port_statuses(api, rid) == {"BUILD"}
+    slow_cloud.advance(0.5)
+    assert port_statuses(api, rid) == {"ACTIVE"}
+
+
+def test_restarting_a_healthy_agent_keeps_forwarding(small: Emulator, api: Http) -> None:
+    before = agent(api, "net-3")
+    small.advance(5)
+    small.revive_agent("net-3")
+    assert agent(api, "net-3")["started_at"] != before["started_at"]
+    assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is True
+    small.dataplane_fail("net-3")
+    small.revive_agent("net-3")
+    assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is False
+    small.advance(5)
+    assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is True
