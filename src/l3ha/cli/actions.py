@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
@@ -34,26 +35,6 @@ if TYPE_CHECKING:
 DRAIN_MARK = "l3ha: drained"
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
 def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
     """``--state-dir``: where the journal lives."""
     parser.add_argument(
@@ -69,14 +50,14 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     group.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="moves written at the same time (default: 8)",
     )
     group.add_argument(
         "--rate",
-        type=_positive_float,
+        type=positive_float,
         metavar="MOVES_PER_S",
         help="start at most this many moves per second (default: unlimited)",
     )
@@ -87,7 +68,7 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--port-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=300.0,
         metavar="SECONDS",
         help="report a move as pending (a warning) when its ports are not ACTIVE by then "
@@ -143,7 +124,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("agent", metavar="AGENT", help="host name or agent id")
     p.add_argument("--rebalance", action="store_true", help="rebalance afterwards")
-    p.add_argument("--max-moves", type=_positive_int, metavar="N", help="cap the rebalance")
+    p.add_argument("--max-moves", type=positive_int, metavar="N", help="cap the rebalance")
     add_placement_options(p, targets=False)
     add_execution_options(p)
     p.set_defaults(func=_run_undrain)
@@ -167,7 +148,7 @@ def register(sub: Any) -> None:
         "Spread routers over every live, enabled agent with the fewest moves: router counts "
         "and busy-router counts end within one of each other where constraints allow.",
     )
-    p.add_argument("--max-moves", type=_positive_int, metavar="N", help="move at most N routers")
+    p.add_argument("--max-moves", type=positive_int, metavar="N", help="move at most N routers")
     add_placement_options(p)
     add_execution_options(p)
     p.set_defaults(func=lambda a: _run_action("rebalance", a))
@@ -188,7 +169,7 @@ def register(sub: Any) -> None:
         help="operations and moves from the journal",
         description="List the operations and moves recorded in the journal, newest first.",
     )
-    p.add_argument("--last", type=_positive_int, metavar="N", help="only the last N operations")
+    p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
     add_state_dir_option(p)
     add_format_options(p)
     p.set_defaults(func=_run_history)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.errors import BadInputError
 from l3ha.model import Snapshot
 from l3ha.weights import DEFAULT_BUSY_WEIGHT, WeightPolicy
@@ -53,26 +54,6 @@ def _group_usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
 def add_cloud_options(parser: argparse.ArgumentParser, weights: bool = True) -> None:
     """Options naming the cloud (and, with ``weights``, how busy routers are weighed)."""
     cloud = parser.add_argument_group("cloud")
@@ -89,7 +70,7 @@ def add_cloud_options(parser: argparse.ArgumentParser, weights: bool = True) -> 
     cloud.add_argument("--os-cacert", metavar="FILE", help="CA bundle to verify the API with")
     cloud.add_argument(
         "--api-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_API_TIMEOUT,
         metavar="SECONDS",
         help=f"give up on one API request after this long (default: {DEFAULT_API_TIMEOUT:g})",
@@ -108,14 +89,14 @@ def add_weight_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--busy-weight",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_BUSY_WEIGHT,
         metavar="N",
         help=f"weight of a router tagged l3ha:busy (default: {DEFAULT_BUSY_WEIGHT})",
     )
     group.add_argument(
         "--busy-threshold",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="a router of at least this weight counts as busy (default: the busy weight)",

@@ -13,29 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from l3ha.cli.argtypes import non_negative_int, positive_float
 from l3ha.cli.common import command_group
 
 HA_HELP = "HA (VRRP) routers: state audit and repair, the ordered VIP state monitor"
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
 
 
 def ha_group(subparsers: Any) -> argparse._SubParsersAction[argparse.ArgumentParser]:
@@ -80,7 +61,7 @@ def add_monitor_command(group: argparse._SubParsersAction[argparse.ArgumentParse
     )
     parser.add_argument(
         "--exec-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=60.0,
         metavar="SECONDS",
         help="kill a hook running longer than this (default: 60)",
@@ -117,17 +98,25 @@ def add_watch_socket_command(group: argparse._SubParsersAction[argparse.Argument
     )
     parser.add_argument("path", metavar="PATH", help="the monitor's --socket path")
     parser.add_argument(
-        "--retries", type=_count, default=10, metavar="N", help="reconnect attempts (default: 10)"
+        "--retries",
+        type=non_negative_int,
+        default=10,
+        metavar="N",
+        help="reconnect attempts (default: 10)",
     )
     parser.add_argument(
         "--retry-interval",
-        type=_positive_float,
+        type=positive_float,
         default=0.5,
         metavar="SECONDS",
         help="pause between reconnect attempts (default: 0.5)",
     )
     parser.add_argument(
-        "--count", type=_count, default=0, metavar="N", help="exit after N transitions (0: never)"
+        "--count",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="exit after N transitions (0: never)",
     )
     parser.add_argument(
         "-f", "--format", choices=("text", "json"), default="text", help="output format"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from l3ha.cli.argtypes import non_negative_int
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
 from l3ha.model import Halt, Plan, Snapshot
@@ -28,16 +29,6 @@ from l3ha.weights import WeightPolicy
 ACTIONS = ("evacuate", "drain", "migrate", "rebalance", "repair")
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
 def add_placement_options(parser: argparse.ArgumentParser, targets: bool = True) -> None:
     """Where routers may go: ``--to``, capacities, ``--strict-az``, canary size."""
     group = parser.add_argument_group("placement")
@@ -51,13 +42,13 @@ def add_placement_options(parser: argparse.ArgumentParser, targets: bool = True)
         )
     group.add_argument(
         "--max-routers-per-agent",
-        type=_non_negative_int,
+        type=non_negative_int,
         metavar="N",
         help="never place more than N routers on one agent",
     )
     group.add_argument(
         "--max-weight-per-agent",
-        type=_non_negative_int,
+        type=non_negative_int,
         metavar="N",
         help="never place more than N weight (busy routers count more) on one agent",
     )
