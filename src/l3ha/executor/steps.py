@@ -297,21 +297,12 @@ class MoveWriter:
                 "already hosted by " + ", ".join(sorted(hosting)),
                 target=sorted(hosting)[0],
             )
-        first, rest, reasons = self.first_eligible(move, candidates)
-        if first is None:
-            return MoveResult(
-                move,
-                MoveOutcome.UNHOSTED,
-                "ROUTER HAS NO AGENT: no eligible target (" + "; ".join(reasons) + ")",
-            )
-        self.step(move_id, MoveStep.INTENT, target=first.id)
-        written, errors = self.bind_somewhere(move, move_id, rest, first)
-        if written is not None:
-            return written
-        return MoveResult(
+        return self._place(
             move,
+            move_id,
+            candidates,
             MoveOutcome.UNHOSTED,
-            "ROUTER HAS NO AGENT: no target took it (" + "; ".join(errors) + ")",
+            ("ROUTER HAS NO AGENT: no eligible target", "ROUTER HAS NO AGENT: no target took it"),
         )
 
     def _add_replica(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
@@ -321,22 +312,31 @@ class MoveWriter:
                 move, MoveOutcome.SKIPPED, "replica already on the target", target=move.target
             )
         free = [c for c in candidates if c not in hosting]
-        first, rest, reasons = self.first_eligible(move, free)
+        return self._place(
+            move,
+            move_id,
+            free,
+            MoveOutcome.FAILED,
+            ("no eligible agent for a new replica", "no agent took the new replica; old kept"),
+        )
+
+    def _place(
+        self,
+        move: Move,
+        move_id: int,
+        candidates: list[str],
+        failure: MoveOutcome,
+        messages: tuple[str, str],
+    ) -> MoveResult | Written:
+        """Bind to the first eligible candidate that takes the router, else ``failure``."""
+        first, rest, reasons = self.first_eligible(move, candidates)
         if first is None:
-            return MoveResult(
-                move,
-                MoveOutcome.FAILED,
-                "no eligible agent for a new replica (" + "; ".join(reasons) + ")",
-            )
+            return MoveResult(move, failure, f"{messages[0]} ({'; '.join(reasons)})")
         self.step(move_id, MoveStep.INTENT, target=first.id)
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return written
-        return MoveResult(
-            move,
-            MoveOutcome.FAILED,
-            "no agent took the new replica (" + "; ".join(errors) + "); old kept",
-        )
+        return MoveResult(move, failure, f"{messages[1]} ({'; '.join(errors)})")
 
     def _remove_replica(self, move: Move, move_id: int) -> MoveResult:
         hosting = self.hosting(move.router_id)
