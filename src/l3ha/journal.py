@@ -493,6 +493,61 @@ class Journal:
         return rows
 
 
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """One recorded step of one move, with its operation, for watchers such as the probe."""
+
+    id: int
+    operation_id: int
+    operation_kind: str
+    router_id: str
+    move_kind: str
+    step: str  # a MoveStep value, or "done:OUTCOME"
+    source: str | None
+    target: str | None
+    at: str
+    detail: str
+
+
+def read_steps_since(state_dir: Path, after_id: int, limit: int = 1000) -> list[StepEvent]:
+    """Steps recorded after event ``after_id``, oldest first; read-only, [] if no journal yet.
+
+    Opens the database read-only on every call, so a watcher in another process
+    never holds it open and never creates it.
+    """
+    path = state_dir / DB_NAME
+    if not path.exists():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        rows = db.execute(
+            "SELECT e.id, m.operation_id, o.kind, m.router_id, m.kind, e.step, m.source, m.target,"
+            " e.at,"
+            " e.detail FROM events e JOIN moves m ON m.id = e.move_id"
+            " JOIN operations o ON o.id = m.operation_id WHERE e.id > ? ORDER BY e.id LIMIT ?",
+            (after_id, limit),
+        ).fetchall()
+    finally:
+        db.close()
+    return [
+        StepEvent(int(i), int(op), str(k), str(r), str(mk), str(st), src, t, str(at), str(d))
+        for i, op, k, r, mk, st, src, t, at, d in rows
+    ]
+
+
+def last_step_id(state_dir: Path) -> int:
+    """The id of the newest recorded step (0 when there is none or no journal)."""
+    path = state_dir / DB_NAME
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        row = db.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+    finally:
+        db.close()
+    return int(row[0])
+
+
 _OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
 _MOVE_SELECT = (
     "SELECT id, operation_id, seq, router_id, source, target, kind, reason, step, outcome,"

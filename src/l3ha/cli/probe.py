@@ -189,7 +189,15 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     events = parser.add_argument_group("control-plane events")
     events.add_argument(
-        "--events", action="store_true", help="poll the cloud for agent alive/dead/admin changes"
+        "--events",
+        action="store_true",
+        help="poll the cloud for agent alive/dead/admin changes, and l3ha's journal for moves "
+        "started and finished",
+    )
+    events.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="journal directory to follow (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
     )
     events.add_argument(
         "--router",
@@ -328,7 +336,19 @@ def _event_sources(args: argparse.Namespace) -> list[Any]:
     routers = [known.find_router(ref) for ref in args.router]
     labels = {r.id: r.name or r.id for r in routers}
     poller = CloudEventPoller(cloud, SystemClock(), list(labels), args.events_interval, labels)
-    return [poller]
+    return [poller, _journal_poller(args, cloud)]
+
+
+def _journal_poller(args: argparse.Namespace, cloud: Any) -> Any:
+    from pathlib import Path
+
+    from l3ha.clock import SystemClock
+    from l3ha.journal import default_state_dir
+    from l3ha.probe.events import JournalEventPoller
+
+    hosts = {a.id: a.host for a in cloud.list_agents()}
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    return JournalEventPoller(state_dir, SystemClock(), host_of=lambda i: hosts.get(i, i))
 
 
 def mark_probe(args: argparse.Namespace) -> int:

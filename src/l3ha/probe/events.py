@@ -1,24 +1,29 @@
-"""Control-plane events for the probe timeline, and the cloud poller that finds them.
+"""Control-plane events for the probe timeline, and the pollers that find them.
 
 I/O: ``CloudEventPoller`` calls the cloud (through the ``l3ha.cloud.base.Cloud``
-protocol) from its own thread. The diff functions that turn two observations
-into event texts are pure. Any other source (markers, l3ha's journal) only has
-to call an ``EventSink`` with ``Event`` objects; ``EventSource`` is the small
-start/stop contract the probe runner drives.
+protocol) and ``JournalEventPoller`` reads l3ha's journal (read-only), each from
+its own thread. The functions that turn observations into event texts are pure.
+Any other source (markers) only has to call an ``EventSink`` with ``Event``
+objects; ``EventSource`` is the small start/stop contract the probe runner drives.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.errors import L3haError
+from l3ha.journal import StepEvent, last_step_id, read_steps_since
 from l3ha.model import Agent, Binding
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -202,3 +207,84 @@ def _baseline(
         where = ", ".join(f"{hosts.get(b.agent_id, b.agent_id)}{_state_suffix(b)}" for b in items)
         text += f"; router {router} on {where or 'no agent'}"
     return text
+
+
+# --- l3ha's own journal ----------------------------------------------------------
+
+
+def step_text(step: StepEvent, host_of: Callable[[str], str]) -> str | None:
+    """Event text for a journal step: moves started and finished; None for the steps between."""
+    if step.target:
+        where = f"-> {host_of(step.target)}"
+    else:
+        where = f"off {host_of(step.source)}" if step.source else ""
+    what = f"l3ha {step.operation_kind}: router {step.router_id} {step.move_kind}"
+    if step.step == "intent":
+        return f"{what} started {where}".rstrip()
+    if step.step.startswith("done:"):
+        outcome = step.step.split(":", 1)[1]
+        detail = f" ({step.detail})" if step.detail and outcome != "moved" else ""
+        return f"{what} {outcome} {where}".rstrip() + detail
+    return None
+
+
+class JournalEventPoller:
+    """Polls l3ha's journal (read-only) and reports moves started and finished.
+
+    Only steps recorded after the poller starts are reported. ``host_of`` turns
+    an agent id into a host name for the text (identity by default).
+    """
+
+    source = "journal"
+
+    def __init__(
+        self,
+        state_dir: Path,
+        clock: Clock,
+        interval: float = 0.5,
+        host_of: Callable[[str], str] | None = None,
+    ) -> None:
+        self._state_dir = state_dir
+        self._clock = clock
+        self._interval = interval
+        self._host_of = host_of or (lambda agent_id: agent_id)
+        self._last = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sink: EventSink = lambda event: None
+
+    def start(self, sink: EventSink) -> None:
+        self._sink = sink
+        self._last = self._safely(lambda: last_step_id(self._state_dir), 0)
+        self._thread = threading.Thread(target=self._loop, name="l3ha-probe-journal", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.poll_once()
+
+    @staticmethod
+    def _safely(read: Callable[[], T], default: T) -> T:
+        try:
+            return read()
+        except sqlite3.Error:  # locked or half-created: try again next poll
+            return default
+
+    def poll_once(self) -> list[Event]:
+        """Report the steps recorded since the last poll."""
+        no_steps: list[StepEvent] = []
+        steps = self._safely(lambda: read_steps_since(self._state_dir, self._last), no_steps)
+        events = []
+        for step in steps:
+            self._last = step.id
+            text = step_text(step, self._host_of)
+            if text is not None:
+                events.append(stamp(self._clock, self.source, text))
+        for event in events:
+            self._sink(event)
+        return events
