@@ -535,6 +535,25 @@ def read_steps_since(state_dir: Path, after_id: int, limit: int = 1000) -> list[
     ]
 
 
+def interrupted_operations(state_dir: Path) -> list[OperationRecord]:
+    """Unfinished operations whose process is gone; read-only, [] if no journal exists.
+
+    For commands that only want to tell the operator (a new ``Journal`` would
+    create the state dir); ``Journal.unfinished_operations`` is the writer's view.
+    """
+    path = state_dir / DB_NAME
+    if not path.exists():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        rows = db.execute(_OP_SELECT + " WHERE finished IS NULL ORDER BY id").fetchall()
+    finally:
+        db.close()
+    here = socket.gethostname()
+    ops = [_operation_from_row(r) for r in rows]
+    return [o for o in ops if o.host != here or not _process_alive(o.pid)]
+
+
 def last_step_id(state_dir: Path) -> int:
     """The id of the newest recorded step (0 when there is none or no journal)."""
     path = state_dir / DB_NAME

@@ -4,6 +4,8 @@ undrain, repair, plan, check and history, with their exit codes and safety gates
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -195,3 +197,36 @@ def test_dry_run_changes_nothing_and_creates_no_journal(
     assert "move(s)" in capsys.readouterr().out
     assert set(_snapshot().bindings) == set(before.bindings)
     assert not (tmp_path / "state").exists()
+
+
+def test_any_command_notices_an_interrupted_operation_and_repair_finishes_it(
+    cloud_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = _snapshot()
+    binding = next(b for b in snap.bindings if not snap.routers_by_id[b.router_id].ha)
+    target = next(a.id for a in snap.agents if a.id != binding.agent_id)
+    crashed = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from l3ha.journal import Journal, MoveStep\n"
+        "from l3ha.model import Move, MoveKind\n"
+        "j = Journal(Path(sys.argv[1]))\n"
+        "move = Move(sys.argv[2], MoveKind.MOVE, target=sys.argv[4], source=sys.argv[3])\n"
+        "op, (m,) = j.begin_operation('migrate', {}, [move])\n"
+        "j.record_step(m, MoveStep.INTENT, target=sys.argv[4])\n"
+        "os._exit(9)  # dies like kill -9: the operation is never finished\n"
+    )
+    state = str(tmp_path / "state")
+    args = [state, binding.router_id, binding.agent_id, target]
+    proc = subprocess.run([sys.executable, "-c", crashed, *args], check=False)
+    assert proc.returncode == 9
+
+    assert main(["agent", "list", "-c", "host"]) == 0
+    err = capsys.readouterr().err
+    assert "operation 1 (migrate" in err and "was interrupted" in err and "l3ha repair" in err
+
+    assert main(["repair", "--port-timeout", "20"]) == 0
+    assert "finishing it" in capsys.readouterr().err
+    assert _snapshot().bindings_of_router(binding.router_id)  # still hosted
+    assert main(["agent", "list", "-c", "host"]) == 0
+    assert "interrupted" not in capsys.readouterr().err

@@ -101,7 +101,7 @@ def register(sub: Any) -> None:
     add_router_selection(p, positional=False)
     add_placement_options(p)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: _run_action("evacuate", a))
+    p.set_defaults(func=lambda a: _run_action("evacuate", a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -139,7 +139,7 @@ def register(sub: Any) -> None:
     add_router_selection(p, positional=True)
     add_placement_options(p)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: _run_action("migrate", a))
+    p.set_defaults(func=lambda a: _run_action("migrate", a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -151,7 +151,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="move at most N routers")
     add_placement_options(p)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: _run_action("rebalance", a))
+    p.set_defaults(func=lambda a: _run_action("rebalance", a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -162,7 +162,7 @@ def register(sub: Any) -> None:
     )
     add_placement_options(p, targets=False)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: _run_action("repair", a))
+    p.set_defaults(func=lambda a: _run_action("repair", a), finishes_interrupted=True)
 
     p = sub.add_parser(
         "history",

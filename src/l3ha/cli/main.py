@@ -52,6 +52,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _notice_interrupted(state_dir: str | None) -> None:
+    """Say so when the journal holds an operation a crash cut short."""
+    import sqlite3
+    from pathlib import Path
+
+    from l3ha.journal import default_state_dir, interrupted_operations
+
+    try:
+        ops = interrupted_operations(Path(state_dir) if state_dir else default_state_dir())
+    except sqlite3.Error:
+        return
+    for op in ops:
+        sys.stderr.write(
+            f"{PROG}: note: operation {op.id} ({op.kind}, started {op.started}) was interrupted; "
+            f"'{PROG} repair' finishes it from the cloud's actual state\n"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code (also used as the process exit code)."""
     parser = build_parser()
@@ -65,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if not getattr(args, "finishes_interrupted", False):
+            _notice_interrupted(getattr(args, "state_dir", None))
         code = func(args)
     except L3haError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
