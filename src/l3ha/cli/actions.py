@@ -351,8 +351,10 @@ def _run_undrain(args: argparse.Namespace) -> int:
 
 
 def _run_history(args: argparse.Namespace) -> int:
-    with open_journal(args) as journal:
-        rows = journal.history_rows(args.last)
+    rows: list[dict[str, object]] = []
+    if _journal_exists(args):  # reading history never creates a journal
+        with open_journal(args) as journal:
+            rows = journal.history_rows(args.last)
     known = [
         "operation",
         "kind",
