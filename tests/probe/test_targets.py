@@ -23,9 +23,9 @@ def test_each_kind_parses_with_and_without_label() -> None:
         9696,
         "tcp api",
     )
-    http = parse_target("http", "https://k.example:5000/v3?x=1")
-    assert (http.scheme, http.host, http.port, http.path) == ("https", "k.example", 5000, "/v3?x=1")
-    assert http.label == "https://k.example:5000/v3?x=1"
+    http = parse_target("http", "https://127.0.0.1:5000/v3?x=1")
+    assert (http.scheme, http.host, http.port, http.path) == ("https", "127.0.0.1", 5000, "/v3?x=1")
+    assert http.label == "https://127.0.0.1:5000/v3?x=1"
     assert parse_target("http", "http://h/").port == 80
     assert parse_target("icmp", "::1").host == "::1"
     dns = parse_target("dns", "example.org@127.0.0.1:5353")

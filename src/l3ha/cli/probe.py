@@ -31,7 +31,7 @@ Ctrl-C unless --duration is given; either way it prints a timeline and a
 summary table and, with --output DIR, writes samples.jsonl, events.jsonl,
 timeline.txt, summary.json, report.png and report.html. --max-outage and
 --max-loss turn it into a gate (exit 1 when exceeded). A target may carry a
-label: --http keystone=https://keystone.example:5000/v3. While it runs,
+label: --http keystone=http://127.0.0.1:5000/v3. While it runs,
 'l3ha probe mark TEXT' in another shell adds a marker to its timeline.
 """
 

@@ -1,7 +1,7 @@
 """What the probe samples: target kinds, their specs and labels, parsed from text. Pure.
 
 Each target is given as ``[LABEL=]SPEC`` on the command line (``--tcp
-api=10.0.0.5:9696``) or as a line ``KIND SPEC [LABEL]`` in a targets file.
+api=127.0.0.1:9696``) or as a line ``KIND SPEC [LABEL]`` in a targets file.
 Malformed specs raise ``BadInputError`` with one line naming the problem.
 """
 
