@@ -20,11 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.hastate.conftest import namespace_name, sweep
 
 from l3ha.hastate.consumer import Received, SocketWatcher
 from l3ha.hastate.netlink import AddressWatcher, netlink_socket
 from l3ha.hastate.statefile import read_transition
 from l3ha.hastate.vipstate import Transition, VipState, parse_vip
+from l3ha.lab.netns import list_namespaces, pids_in
 
 pytestmark = [
     pytest.mark.root,
@@ -49,7 +51,7 @@ def wait_for(what: str, predicate: Callable[[], bool], timeout: float = 10.0) ->
 
 @pytest.fixture
 def netns() -> Iterator[str]:
-    name = f"l3ha-mon-{uuid.uuid4().hex[:8]}"
+    name = namespace_name(uuid.uuid4().hex[:8])
     ip("netns", "add", name)
     try:
         ip("-n", name, "link", "add", "d0", "type", "veth", "peer", "name", "d1")
@@ -61,17 +63,24 @@ def netns() -> Iterator[str]:
 
 
 class MonitorProcess:
-    def __init__(self, netns: str, workdir: Path, hook: Path | None = None) -> None:
+    def __init__(
+        self, netns: str, workdir: Path, hook: Path | None = None, state_file: bool = True
+    ) -> None:
         self.state = workdir / "state.json"
         self.sock = workdir / "mon.sock"
         argv = [sys.executable, "-m", "l3ha.cli.main", "ha", "monitor", "--netns", netns]
-        argv += ["--device", "d0", "--vip", VIP, "--state-file", str(self.state)]
-        argv += ["--socket", str(self.sock)]
+        argv += ["--device", "d0", "--vip", VIP, "--socket", str(self.sock)]
+        if state_file:
+            argv += ["--state-file", str(self.state)]
         if hook is not None:
             argv += ["--exec", str(hook)]
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+
+    def wait_socket(self) -> None:
+        """Until the monitor listens (for monitors without a state file)."""
+        wait_for("monitor socket", self.sock.exists, START_TIMEOUT)
 
     def wait_ready(self, min_seq: int = 1) -> Transition:
         def ready() -> bool:
@@ -258,12 +267,25 @@ def test_lost_events_trigger_a_fresh_dump(netns: str) -> None:
         sock.close()
 
 
+@pytest.mark.parametrize(
+    ("state_file", "expected"),
+    [
+        (True, [(1, "backup"), (2, "master"), (3, "backup"), (4, "master")]),
+        # without a state file the restarted monitor numbers from 1 again: a new run
+        (False, [(1, "backup"), (2, "master"), (1, "backup"), (2, "master")]),
+    ],
+    ids=["state-file", "no-state-file"],
+)
 def test_watch_socket_cli_follows_a_restarting_monitor(
-    netns: str, tmp_path: Path, monitors: list[MonitorProcess]
+    netns: str,
+    tmp_path: Path,
+    monitors: list[MonitorProcess],
+    state_file: bool,
+    expected: list[tuple[int, str]],
 ) -> None:
-    mon = MonitorProcess(netns, tmp_path)
+    mon = MonitorProcess(netns, tmp_path, state_file=state_file)
     monitors.append(mon)
-    mon.wait_ready()
+    mon.wait_socket()
     argv = [sys.executable, "-m", "l3ha.cli.main", "ha", "watch-socket", str(mon.sock)]
     argv += ["--count", "4", "--retries", "200", "--retry-interval", "0.05", "-f", "json"]
     watch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -282,11 +304,10 @@ def test_watch_socket_cli_follows_a_restarting_monitor(
         wait_for("watcher's second line", lambda: len(lines) == 2)
         mon.stop()
         vip_batch(netns, ["del"])  # while no monitor runs
-        again = MonitorProcess(netns, tmp_path)
+        again = MonitorProcess(netns, tmp_path, state_file=state_file)
         monitors.append(again)
-        again.wait_ready(min_seq=3)
-        # a reconnecting consumer gets the current state (not the history): seq 3
-        wait_for("watcher's third line (after reconnecting)", lambda: len(lines) == 3, 15)
+        # a reconnecting consumer gets the current state (not the history)
+        wait_for("watcher's third line (after reconnecting)", lambda: len(lines) == 3, 30)
         vip_batch(netns, ["add"])
         try:
             watch.wait(timeout=30)
@@ -295,16 +316,16 @@ def test_watch_socket_cli_follows_a_restarting_monitor(
             raise AssertionError(f"watcher stuck after {lines}") from None
         reader.join(5)
         assert watch.returncode == 0
+        assert watch.stderr is not None
+        err = watch.stderr.read()
     finally:
         if watch.poll() is None:
             watch.kill()
             watch.wait()
-    assert [(d["seq"], d["state"]) for d in lines] == [
-        (1, "backup"),
-        (2, "master"),
-        (3, "backup"),
-        (4, "master"),
-    ]
+    assert [(d["seq"], d["state"]) for d in lines] == expected
+    runs = [d["run"] for d in lines]
+    assert runs[0] == runs[1] != runs[2] == runs[3] and all(runs)
+    assert err.count("monitor restarted") == 1 and len(err.strip().splitlines()) == 1, err
 
 
 def test_watch_socket_cli_gives_up_with_one_line(tmp_path: Path) -> None:
@@ -318,3 +339,50 @@ def test_watch_socket_cli_gives_up_with_one_line(tmp_path: Path) -> None:
     )
     assert run.returncode == 1
     assert "cannot connect" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (as a crashed pytest's pid would be)."""
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def test_sweep_removes_leftovers_of_dead_sessions_only() -> None:
+    orphan = f"l3ha-mon-{dead_pid()}-{uuid.uuid4().hex[:8]}"
+    mine = namespace_name(uuid.uuid4().hex[:8])
+    ip("netns", "add", orphan)
+    ip("netns", "add", mine)
+    sleeper = subprocess.Popen(["ip", "netns", "exec", orphan, "sleep", "60"])
+    try:
+        wait_for("process inside the orphan", lambda: sleeper.pid in pids_in(orphan))
+        assert sweep(include_own=False) == [orphan]
+        assert sleeper.wait(5) is not None
+        assert orphan not in list_namespaces() and mine in list_namespaces()
+        assert sweep(include_own=True) == [mine]
+        assert mine not in list_namespaces()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for name in (orphan, mine):
+            subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+
+
+def test_device_deleted_and_recreated_is_followed(
+    netns: str, tmp_path: Path, monitors: list[MonitorProcess]
+) -> None:
+    mon = MonitorProcess(netns, tmp_path)
+    monitors.append(mon)
+    mon.wait_ready()
+    vip_batch(netns, ["add"])
+    wait_for("master", lambda: seq_of(mon.state) == 2)
+    ip("-n", netns, "link", "del", "d0")  # takes the VIP with it
+    wait_for("backup after the device is gone", lambda: seq_of(mon.state) == 3)
+    ip("-n", netns, "link", "add", "d0", "type", "veth", "peer", "name", "d1")
+    ip("-n", netns, "link", "set", "d0", "up")
+    vip_batch(netns, ["add"])  # on the new d0 (a new interface index)
+    wait_for("master on the recreated device", lambda: seq_of(mon.state) == 4)
+    final = read_transition(mon.state)
+    assert final is not None and final.state is VipState.MASTER
+    code, _, err = mon.stop()
+    assert code == 0, err

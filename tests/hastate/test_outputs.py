@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -72,6 +73,18 @@ def collect(watcher: SocketWatcher, count: int, out: list[Received]) -> threadin
     return thread
 
 
+def collect_until(watcher: SocketWatcher, last_seq: int, out: list[Received]) -> threading.Thread:
+    def run() -> None:
+        for received in watcher.transitions():
+            out.append(received)
+            if received.transition.seq >= last_seq:
+                return
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def wait_clients(server: TransitionServer, n: int) -> None:
     for _ in range(500):
         if server.client_count >= n:
@@ -99,7 +112,7 @@ class TestSocket:
 
     def test_consumer_reconnects_and_applies_only_increasing(self, tmp_path: Path) -> None:
         path = tmp_path / "m.sock"
-        server = TransitionServer(path)
+        server = TransitionServer(path, max_pending=64 * 1024)
         server.start()
         watcher = SocketWatcher(path, retries=50, retry_interval=0.02)
         got: list[Received] = []
@@ -126,6 +139,36 @@ class TestSocket:
             restarted.close()
         assert [r.transition.seq for r in got] == [1, 2, 3]
         assert watcher.connections == 2 and watcher.dropped == 2
+
+    def test_a_client_that_never_reads_cannot_stall_publishing(self, tmp_path: Path) -> None:
+        path = tmp_path / "m.sock"
+        server = TransitionServer(path)
+        server.start()
+        stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stuck.connect(str(path))
+        count, pad = 1000, "x" * 2000  # 2 MB: far more than the socket and the buffer hold
+        got: list[Received] = []
+        watcher = SocketWatcher(path, retries=100, retry_interval=0.01)
+        try:
+            wait_clients(server, 1)
+            reader = collect_until(watcher, count, got)
+            wait_clients(server, 2)
+            slowest = 0.0
+            for seq in range(1, count + 1):
+                started = time.monotonic()
+                server.publish({**tr(seq).to_dict(), "pad": pad})
+                slowest = max(slowest, time.monotonic() - started)
+            reader.join(10)
+            stuck.settimeout(5)
+            while stuck.recv(1 << 20):  # what was buffered for it, then the server's close
+                pass
+        finally:
+            stuck.close()
+            server.close()
+        assert slowest < 0.5, f"a publish blocked for {slowest:.3f} s"
+        seqs = [r.transition.seq for r in got]
+        assert seqs == sorted(set(seqs)) and seqs[-1] == count
+        assert server.dropped >= 1
 
     def test_gives_up_after_bounded_retries(self, tmp_path: Path) -> None:
         clock = ManualClock()

@@ -193,3 +193,15 @@ def test_sequence_filter_applies_only_increasing() -> None:
     f = SequenceFilter()
     accepted = [s for s in [1, 2, 2, 1, 5, 3, 6] if f.accept(transition(s))]
     assert accepted == [1, 2, 5, 6]
+
+
+def test_sequence_filter_starts_over_for_a_new_monitor_run() -> None:
+    f = SequenceFilter()
+
+    def of(seq: int, run: str) -> Transition:
+        return Transition(seq, VipState.MASTER, None, float(seq), T0, run)
+
+    stream = [of(1, "a"), of(2, "a"), of(2, "a"), of(1, "b"), of(1, "b"), of(2, "b"), of(3, "b")]
+    accepted = [(t.run, t.seq) for t in stream if f.accept(t)]
+    assert accepted == [("a", 1), ("a", 2), ("b", 1), ("b", 2), ("b", 3)]
+    assert f.resets == 1 and f.run == "b"

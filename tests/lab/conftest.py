@@ -1,13 +1,17 @@
 """Fixtures for the keepalived lab tests: labs that are always torn down, VIP holder polling.
 
 Lab tests need root and keepalived; they skip with the reason otherwise. Each
-lab gets a unique name (namespaces ``l3ha-lab-t<hex>-*``) and its state dir in
-``tmp_path``, and is torn down in ``finally`` even when the test fails.
+lab gets a unique name ``t<pytest pid>p<hex>`` (namespaces
+``l3ha-lab-t<pid>p<hex>-*``) and its state dir in ``tmp_path``, and is torn
+down in ``finally`` even when the test fails. A session fixture removes labs
+left by crashed runs (their pytest pid is gone; also old-style ``t<8 hex>``
+names) at session start, and this session's own at its end.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
@@ -18,8 +22,9 @@ import pytest
 
 from l3ha.hastate.netlink import AddressReader
 from l3ha.hastate.statefile import read_transition
+from l3ha.lab import netns
 from l3ha.lab.lab import Lab, lab_up, teardown
-from l3ha.lab.topology import DEVICE, LabSpec
+from l3ha.lab.topology import DEVICE, NAMESPACE_PREFIX, LabSpec
 
 ROOT_REASON = "needs root for network namespaces"
 KEEPALIVED_REASON = "needs keepalived (Debian package keepalived)"
@@ -33,8 +38,44 @@ needs_lab = [
 LabFactory = Callable[..., Lab]
 
 
+_TEST_LAB = re.compile(rf"^{NAMESPACE_PREFIX}(?P<lab>t(?:(?P<pid>\d+)p[0-9a-f]+|[0-9a-f]{{8}}))-")
+
+
 def unique_name() -> str:
-    return f"t{uuid.uuid4().hex[:8]}"
+    """A lab name of this session: ``t<pid>p<hex>`` (at most 16 characters)."""
+    return f"t{os.getpid()}p{uuid.uuid4().hex[:6]}"
+
+
+def leftover_labs(include_own: bool) -> list[str]:
+    """Test labs whose creating pytest is gone (or is this one, if ``include_own``)."""
+    found: set[str] = set()
+    for name in netns.list_namespaces():
+        match = _TEST_LAB.match(name)
+        if match is None:
+            continue
+        pid = int(match["pid"]) if match["pid"] else None
+        if pid is None or not netns.alive(pid) or (include_own and pid == os.getpid()):
+            found.add(match["lab"])
+    return sorted(found)
+
+
+def sweep_labs(include_own: bool, scratch: Path) -> list[str]:
+    """Tear down leftover test labs (their processes and namespaces)."""
+    swept = leftover_labs(include_own)
+    for name in swept:
+        teardown(name, scratch / name)
+    return swept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sweep_test_labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    if os.geteuid() != 0:
+        yield
+        return
+    scratch = tmp_path_factory.mktemp("lab-sweep")
+    sweep_labs(False, scratch)
+    yield
+    sweep_labs(True, scratch)
 
 
 @pytest.fixture

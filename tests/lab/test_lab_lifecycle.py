@@ -6,6 +6,7 @@ lab, also when the state dir was lost or ``lab up`` itself was killed midway.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.lab.conftest import needs_lab, unique_name, wait_until
+from tests.lab.conftest import LabFactory, needs_lab, unique_name, wait_until
 
 from l3ha.cli.main import main
 from l3ha.lab import netns
@@ -94,6 +95,46 @@ def test_up_status_errors_down(lab_name: tuple[str, Path]) -> None:
     assert not any(netns.alive(p) for p in pids)
 
 
+def test_down_of_another_lab_leaves_this_one_alone(lab_name: tuple[str, Path]) -> None:
+    name, state = lab_name
+    opts = ["--name", name, "--state-dir", str(state)]
+    up = l3ha("lab", "up", *opts, "--nodes", "2", "--routers", "1", "--advert-int", "0.1")
+    assert up.returncode == 0, up.stderr
+    pids = lab_processes(name, state)
+    other = unique_name()
+    taken = l3ha("lab", "up", "--name", other, "--state-dir", str(state))
+    assert taken.returncode == 2 and f"is used by lab {name!r}" in taken.stderr, taken.stderr
+    down = l3ha("lab", "down", "--name", other, "--state-dir", str(state))
+    assert down.returncode == 0, down.stderr
+    assert f"records lab {name!r}" in down.stderr, down.stderr
+    assert "stopped 0 processes" in down.stdout and "removed 0 namespaces" in down.stdout
+    assert all(netns.alive(p) for p in pids)
+    assert (state / "lab.json").exists()
+    status = l3ha("lab", "status", *opts, "-f", "json")
+    assert status.returncode == 0, status.stderr
+    (row,) = json.loads(status.stdout)
+    assert len(row["holders"]) == 1 and all(m["running"] for m in row["monitors"].values())
+
+
+def foreign_addresses(namespace: str) -> list[str]:
+    """Addresses in ``namespace`` outside 169.254.0.0/16, except 127.0.0.1 and ::1 on lo."""
+    link_local = ipaddress.ip_network("169.254.0.0/16")
+    found = []
+    for line in netns.ip("-n", namespace, "-o", "address", "show").splitlines():
+        device, cidr = line.split()[1], line.split()[3]
+        address = ipaddress.ip_interface(cidr).ip
+        loopback = device == "lo" and str(address) in ("127.0.0.1", "::1")
+        if not loopback and address not in link_local:
+            found.append(f"{device} {cidr}")
+    return found
+
+
+def test_lab_addresses_are_in_169_254_only(make_lab: LabFactory) -> None:
+    lab = make_lab(nodes=2, routers=1, advert_int=0.1)
+    found = {ns: foreign_addresses(ns) for ns in lab.spec.namespaces()}
+    assert found == {ns: [] for ns in lab.spec.namespaces()}
+
+
 def test_keepalived_missing_is_one_line_exit_2(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path)}
     bad = l3ha("lab", "up", "--name", unique_name(), "--state-dir", str(tmp_path), env=env)
@@ -128,6 +169,19 @@ def test_down_after_up_was_killed_midway(lab_name: tuple[str, Path]) -> None:
     down = l3ha("lab", "down", "--name", name, "--state-dir", str(state))
     assert down.returncode == 0, down.stderr
     assert_gone(name, state)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon"])
+def test_settle_timeout_must_be_a_positive_finite_number(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["lab", "up", "--name", unique_name(), "--state-dir", str(tmp_path / "s")]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--settle-timeout", value])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "argument --settle-timeout: " in err.strip().splitlines()[-1], err
+    assert not (tmp_path / "s").exists()
 
 
 def test_not_root_is_one_line_exit_2(

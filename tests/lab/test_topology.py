@@ -65,3 +65,10 @@ def test_bad_specs(kwargs: dict[str, object], needle: str) -> None:
 def test_unknown_node() -> None:
     with pytest.raises(NotFoundError, match="nodes are: n1, n2, n3"):
         LabSpec().check_node("n4")
+
+
+def test_master_down_interval_is_vrrpv3s() -> None:
+    spec = LabSpec("x", nodes=3, routers=1, advert_int=0.1)
+    # r1: n1 priority 100, n2 90, n3 80; skew = (256 - priority) x advert / 256
+    assert spec.master_down_interval("r1", "n2") == pytest.approx(0.3 + 166 * 0.1 / 256)
+    assert spec.master_down_interval("r1", "n1") < spec.master_down_interval("r1", "n3")

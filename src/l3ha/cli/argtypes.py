@@ -1,4 +1,4 @@
-"""Argument types for argparse: numbers that must be positive or non-negative. Pure.
+"""Argument types for argparse: finite numbers, positive or non-negative. Pure.
 
 A bad value becomes argparse's one-line usage error (exit 2) naming the value.
 """
@@ -6,14 +6,23 @@ A bad value becomes argparse's one-line usage error (exit 2) naming the value.
 from __future__ import annotations
 
 import argparse
+import math
 
 
-def positive_float(text: str) -> float:
-    """A number greater than zero."""
+def finite_float(text: str) -> float:
+    """A finite number (not inf, not nan)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number greater than zero."""
+    value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return value

@@ -9,6 +9,7 @@ import argparse
 import sys
 from typing import Any
 
+from l3ha.cli.argtypes import non_negative_int, positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option, read_world
 from l3ha.errors import L3haError
 
@@ -30,14 +31,14 @@ def register(sub: Any) -> None:
     add_snapshot_option(p)
     p.add_argument(
         "--imbalance-threshold",
-        type=int,
+        type=non_negative_int,
         default=25,
         metavar="PCT",
         help="warn when an agent carries this percent more load than the mean (default: 25)",
     )
     p.add_argument(
         "--replicas",
-        type=int,
+        type=positive_int,
         default=2,
         metavar="N",
         help="live replicas every HA router should have (default: 2)",

@@ -40,7 +40,9 @@ def add_monitor_command(group: argparse._SubParsersAction[argparse.ArgumentParse
             "Watch the VIP on DEV inside namespace NS through netlink address events "
             "(subscribed before the current addresses are read, so nothing is missed) and "
             "report 'master' while the VIP is there and 'backup' while it is not. Each "
-            "transition gets a sequence number, monotonic and wall time; it is written to "
+            "transition gets a sequence number, monotonic and wall time and the random id of "
+            "this monitor run (numbers continue across restarts only with --state-file); it "
+            "is written to "
             "the state file atomically (never backwards), sent as a JSON line to every "
             "socket client (new clients first get the current state), printed on stdout, "
             "and passed to the --exec hook (one at a time; a hook for a transition already "
@@ -92,8 +94,10 @@ def add_watch_socket_command(group: argparse._SubParsersAction[argparse.Argument
         help="print the transitions of a running 'l3ha ha monitor', in order",
         description=(
             "Connect to the unix socket of 'l3ha ha monitor' and print each transition whose "
-            "sequence number is higher than every one printed before. When the socket goes "
-            "away, reconnect (at most --retries failed attempts in a row)."
+            "sequence number is higher than every one printed before in the same monitor run. "
+            "When the socket goes away, reconnect (at most --retries failed attempts in a "
+            "row). When the monitor restarted (a new run id; without --state-file it numbers "
+            "from 1 again) the order starts over and a note says so on stderr."
         ),
     )
     parser.add_argument("path", metavar="PATH", help="the monitor's --socket path")
@@ -126,8 +130,18 @@ def add_watch_socket_command(group: argparse._SubParsersAction[argparse.Argument
 
 def watch_socket_command(args: argparse.Namespace) -> int:
     from l3ha.hastate.consumer import SocketWatcher
+    from l3ha.hastate.vipstate import Transition
 
-    watcher = SocketWatcher(Path(args.path), args.retries, args.retry_interval)
+    def on_new_run(old_run: str, first: Transition) -> None:
+        sys.stderr.write(
+            f"l3ha: note: monitor restarted (run {old_run or '-'} -> {first.run or '-'}); "
+            f"following its numbering from seq {first.seq}\n"
+        )
+        sys.stderr.flush()
+
+    watcher = SocketWatcher(
+        Path(args.path), args.retries, args.retry_interval, on_new_run=on_new_run
+    )
     for shown, received in enumerate(watcher.transitions(), start=1):
         if args.format == "json":
             line = json.dumps(received.document, sort_keys=True)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from l3ha.cli.actions import add_execution_options, execute_plan
+from l3ha.cli.argtypes import positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option, open_cloud, read_world
 from l3ha.cli.ha import ha_group
 from l3ha.cli.output import add_format_options, emit
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
     add_snapshot_option(p)
     p.add_argument(
         "--replicas",
-        type=int,
+        type=positive_int,
         default=2,
         metavar="N",
         help="live replicas every HA router should have (default: 2)",

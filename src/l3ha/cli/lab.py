@@ -12,25 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import command_group
 from l3ha.cli.output import add_format_options, emit
-from l3ha.errors import BadInputError
 
 LAB_HELP = "a real keepalived (VRRPv3) data plane in network namespaces, for HA tests"
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -71,11 +57,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     _add_common(up)
-    up.add_argument("--nodes", type=_int, default=3, help="network nodes, 2-9 (default: 3)")
-    up.add_argument("--routers", type=_int, default=2, help="lab routers (default: 2)")
+    up.add_argument("--nodes", type=positive_int, default=3, help="network nodes, 2-9 (default: 3)")
+    up.add_argument("--routers", type=positive_int, default=2, help="lab routers (default: 2)")
     up.add_argument(
         "--advert-int",
-        type=_float,
+        type=positive_float,
         default=1.0,
         metavar="SECONDS",
         help="VRRP advertisement interval, 0.01-40 in hundredths (default: 1)",
@@ -89,7 +75,7 @@ def register(subparsers: Any) -> None:
     up.add_argument("--exec", dest="hook", metavar="CMD", help="--exec hook for every monitor")
     up.add_argument(
         "--settle-timeout",
-        type=_float,
+        type=positive_float,
         default=60.0,
         metavar="SECONDS",
         help="give up (and tear down) if not settled in this time (default: 60)",
@@ -135,8 +121,6 @@ def up_command(args: argparse.Namespace) -> int:
     from l3ha.lab.topology import LabSpec
 
     spec = LabSpec(args.name, args.nodes, args.routers, args.advert_int, args.heal_garp)
-    if args.settle_timeout <= 0:
-        raise BadInputError("--settle-timeout must be positive")
     lab = lab_up(spec, _state_dir(args), args.hook, args.settle_timeout)
     sys.stdout.write(
         f"lab {spec.name} up: nodes {', '.join(spec.node_names)}; routers "
@@ -181,7 +165,13 @@ def recover_command(args: argparse.Namespace) -> int:
 def down_command(args: argparse.Namespace) -> int:
     from l3ha.lab.lab import lab_down
 
-    report = lab_down(args.name, _state_dir(args))
+    state_dir = _state_dir(args)
+    report = lab_down(args.name, state_dir)
+    if report.foreign_state is not None:
+        sys.stderr.write(
+            f"l3ha: note: {state_dir} records lab {report.foreign_state!r}, not "
+            f"{args.name!r}; left it and its processes alone\n"
+        )
     sys.stdout.write(
         f"lab {args.name} down: stopped {len(report.processes)} processes "
         f"({len(report.killed_hard)} killed hard), removed {len(report.namespaces)} namespaces\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from l3ha.cli.argtypes import non_negative_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option, command_group, read_world
 from l3ha.cli.output import add_format_options
 from l3ha.cli.planning import add_placement_options, add_router_selection, make_plan
@@ -35,7 +36,9 @@ def register(sub: Any) -> None:
         if action == "migrate":
             add_router_selection(p, positional=True)
         if action == "rebalance":
-            p.add_argument("--max-moves", type=int, metavar="N", help="move at most N routers")
+            p.add_argument(
+                "--max-moves", type=non_negative_int, metavar="N", help="move at most N routers"
+            )
         add_snapshot_option(p)
         add_cloud_options(p)
         add_placement_options(p, targets=action not in ("repair",))

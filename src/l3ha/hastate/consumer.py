@@ -4,14 +4,16 @@
 the socket goes away (monitor restarting) it reconnects, at most ``retries``
 failed attempts in a row, ``retry_interval`` seconds apart; a reconnect first
 delivers the monitor's current state, which is dropped if it is not newer than
-what was already applied.
+what was already applied. Sequence numbers are compared within one monitor
+run: a transition from a new run (the monitor restarted, maybe numbering from
+1 again) resets the filter and is reported to ``on_new_run``.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ class SocketWatcher:
         retries: int = 10,
         retry_interval: float = 0.5,
         clock: Clock | None = None,
+        on_new_run: Callable[[str, Transition], None] | None = None,
     ) -> None:
         if retries < 0 or retry_interval < 0:
             raise BadInputError("retries and retry interval must not be negative")
@@ -64,6 +67,7 @@ class SocketWatcher:
         self.retry_interval = retry_interval
         self.clock = clock or SystemClock()
         self.filter = SequenceFilter()
+        self.on_new_run = on_new_run
         self.connections = 0
         self.dropped = 0
 
@@ -112,7 +116,14 @@ class SocketWatcher:
                 if not line.strip():
                     continue
                 received = parse_line(line)
-                if self.filter.accept(received.transition):
+                if self._accept(received.transition):
                     yield received
                 else:
                     self.dropped += 1
+
+    def _accept(self, transition: Transition) -> bool:
+        old_run, resets = self.filter.run, self.filter.resets
+        accepted = self.filter.accept(transition)
+        if self.filter.resets != resets and self.on_new_run is not None:
+            self.on_new_run(old_run, transition)
+        return accepted

@@ -42,6 +42,7 @@ def hook_environment(transition: Transition, about: dict[str, Any]) -> dict[str,
         L3HA_SEQ=str(transition.seq),
         L3HA_MONOTONIC=f"{transition.monotonic:.6f}",
         L3HA_WALL=transition.wall.isoformat(),
+        L3HA_RUN=transition.run,
     )
     return env
 

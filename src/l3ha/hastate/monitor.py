@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -51,8 +52,17 @@ class MonitorConfig:
         return {"netns": self.netns, "device": self.device, "vip": str(self.vip)}
 
 
+def new_run_id() -> str:
+    """A random id for one monitor run, sent with every transition."""
+    return secrets.token_hex(8)
+
+
 class Monitor:
-    """One running monitor; ``run`` blocks until ``stop`` is called."""
+    """One running monitor; ``run`` blocks until ``stop`` is called.
+
+    ``run_id`` (random per start) goes with every transition, so consumers see
+    when a restarted monitor numbers from 1 again (no state file).
+    """
 
     def __init__(
         self, config: MonitorConfig, clock: Clock | None = None, out: TextIO | None = None
@@ -67,6 +77,7 @@ class Monitor:
         self.server: TransitionServer | None = None
         self.hooks: HookRunner | None = None
         self.machine: VipStateMachine | None = None
+        self.run_id = new_run_id()
 
     def stop(self) -> None:
         """Ask ``run`` to return (safe from a signal handler or another thread)."""
@@ -95,7 +106,7 @@ class Monitor:
         if cfg.state_file is not None:
             self.state_file = StateFile(cfg.state_file, cfg.about())
             last_seq = self.state_file.open()
-        self.machine = VipStateMachine(last_seq)
+        self.machine = VipStateMachine(last_seq, self.run_id)
         if cfg.exec_command is not None:
             argv = parse_command(cfg.exec_command)
             self.hooks = HookRunner(argv, cfg.about(), cfg.exec_timeout)

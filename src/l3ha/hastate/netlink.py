@@ -3,7 +3,10 @@
 ``AddressWatcher`` subscribes to the address multicast groups *before* it dumps
 the current addresses, on the same socket, and lets ``DumpOrdering`` decide
 which events the dump already reflects, so there is no gap and no reordering.
-When the kernel drops events (ENOBUFS) it dumps again. Messages are built and
+When the kernel drops events (ENOBUFS) it dumps again. It also follows link
+events for the device's name: when the device is deleted the VIP is gone, and
+when a device of that name appears again (a new interface index) it watches
+the new one and dumps the addresses again. Messages are built and
 decoded with pyroute2's rtnetlink classes; the socket itself is a plain one so
 the order of messages is exactly the order the kernel queued them.
 """
@@ -31,6 +34,7 @@ RECEIVE_BUFFER = 4 * 1024 * 1024
 SO_RCVBUFFORCE = 33
 DUMP_KICK_SECONDS = 0.02
 _ADDRESS_EVENTS = (rtnl.RTM_NEWADDR, rtnl.RTM_DELADDR)
+_LINK_EVENTS = (rtnl.RTM_NEWLINK, rtnl.RTM_DELLINK)
 
 
 def enter_netns(name: str) -> None:
@@ -148,6 +152,7 @@ class AddressWatcher:
         self.dumper = NetlinkDumper(sock)
         self.sock = sock
         self.vip = vip
+        self.device = device
         self.family = socket.AF_INET if vip.version == 4 else socket.AF_INET6
         self.index = device_index(self.dumper, device)
         self.ordering = DumpOrdering()
@@ -155,9 +160,10 @@ class AddressWatcher:
         self.resyncs = 0
 
     def subscribe_and_dump(self) -> None:
-        """Join the address group, then ask for the current addresses (in this order)."""
+        """Join the address and link groups, then ask for the current addresses (in this order)."""
         group = rtnl.RTNLGRP_IPV4_IFADDR if self.vip.version == 4 else rtnl.RTNLGRP_IPV6_IFADDR
         self.sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+        self.sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, rtnl.RTNLGRP_LINK)
         self.resync()
 
     def resync(self) -> None:
@@ -210,9 +216,21 @@ class AddressWatcher:
         kind = msg["header"]["type"]
         if msg["header"]["pid"] == self.dumper.portid:
             return self._handle_reply(msg, kind)
+        if kind in _LINK_EVENTS:
+            return self._handle_link(msg, kind)
         if kind not in _ADDRESS_EVENTS or not self._is_vip(msg):
             return self.ordering.on_broadcast(None)
         return self.ordering.on_broadcast(kind == rtnl.RTM_NEWADDR)
+
+    def _handle_link(self, msg: Any, kind: int) -> list[bool]:
+        """The device went away (no VIP) or a device of its name appeared (watch that one)."""
+        index = int(msg["index"])
+        if kind == rtnl.RTM_DELLINK:
+            return self.ordering.on_broadcast(False) if index == self.index else []
+        if index != self.index and msg.get_attr("IFLA_IFNAME") == self.device:
+            self.index = index
+            self.resync()
+        return []
 
     def _handle_reply(self, msg: Any, kind: int) -> list[bool]:
         if not (self.ordering.dumping and self.dumper.is_reply(msg, self._dump_seq)):

@@ -39,13 +39,19 @@ def state_of(present: bool) -> VipState:
 
 @dataclass(frozen=True)
 class Transition:
-    """One change of state, numbered; ``previous`` is None for the first one of a run."""
+    """One change of state, numbered; ``previous`` is None for the first one of a run.
+
+    ``run`` identifies the monitor process run that made it (random per start):
+    without a state file a restarted monitor numbers from 1 again, and the run
+    tells consumers that the numbering restarted.
+    """
 
     seq: int
     state: VipState
     previous: VipState | None
     monotonic: float
     wall: datetime
+    run: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form written to state files and sockets."""
@@ -55,6 +61,7 @@ class Transition:
             "previous": self.previous.value if self.previous else None,
             "monotonic": round(self.monotonic, 6),
             "wall": self.wall.isoformat(),
+            "run": self.run,
         }
 
     @classmethod
@@ -67,11 +74,12 @@ class Transition:
             previous = VipState(prev) if prev else None
             monotonic = float(data["monotonic"])
             wall = datetime.fromisoformat(str(data["wall"]))
+            run = str(data.get("run") or "")
         except (KeyError, ValueError, TypeError) as exc:
             raise BadInputError(f"malformed transition {dict(data)!r}: {exc}") from exc
         if seq < 1:
             raise BadInputError(f"malformed transition: seq {seq} is not positive")
-        return cls(seq, state, previous, monotonic, wall)
+        return cls(seq, state, previous, monotonic, wall, run)
 
 
 def parse_vip(text: str) -> IPInterface:
@@ -109,12 +117,14 @@ class VipStateMachine:
     The first observation always yields a transition (the state at start).
     Later observations yield one only when the state changes. Sequence numbers
     only grow, also across restarts when ``last_seq`` comes from the state file.
+    Every transition carries ``run``, the id of this monitor run.
     """
 
-    def __init__(self, last_seq: int = 0) -> None:
+    def __init__(self, last_seq: int = 0, run: str = "") -> None:
         if last_seq < 0:
             raise ValueError("last_seq must not be negative")
         self._seq = last_seq
+        self.run = run
         self._current: Transition | None = None
 
     @property
@@ -129,7 +139,7 @@ class VipStateMachine:
         if previous is state:
             return None
         self._seq += 1
-        self._current = Transition(self._seq, state, previous, monotonic, wall)
+        self._current = Transition(self._seq, state, previous, monotonic, wall, self.run)
         return self._current
 
 
@@ -219,13 +229,23 @@ class HookQueue:
 
 @dataclass
 class SequenceFilter:
-    """A consumer's guard: apply a transition only when its sequence number is higher."""
+    """A consumer's guard: within one monitor run, apply only higher sequence numbers.
+
+    A transition from another run than the last one applied means the monitor
+    restarted (maybe numbering from 1 again, without a state file): the filter
+    starts over with that run and counts the reset in ``resets``.
+    """
 
     last_seq: int = 0
+    run: str = ""
+    resets: int = 0
 
     def accept(self, transition: Transition) -> bool:
         """True (and remember it) when ``transition`` is newer than everything applied."""
+        if self.last_seq and transition.run != self.run:
+            self.last_seq = 0
+            self.resets += 1
         if transition.seq <= self.last_seq:
             return False
-        self.last_seq = transition.seq
+        self.last_seq, self.run = transition.seq, transition.run
         return True

@@ -61,6 +61,8 @@ def require_root_and_keepalived() -> str:
         raise UserError("keepalived not found on PATH; install the keepalived package")
     if shutil.which("ip") is None:
         raise UserError("ip (iproute2) not found on PATH; install the iproute2 package")
+    if shutil.which("sysctl") is None:
+        raise UserError("sysctl not found on PATH; install the procps package")
     return binary
 
 
@@ -292,6 +294,9 @@ def lab_up(
     """Build and start a lab; UserError when it (or leftovers of it) is already there."""
     require_root_and_keepalived()
     if (state_dir / STATE_FILE).exists():
+        record = _read_record(state_dir)
+        if record is not None and record.name != spec.name:
+            raise UserError(f"state dir {state_dir} is used by lab {record.name!r}")
         raise UserError(f"lab {spec.name!r} is already up (state in {state_dir})")
     leftovers = [ns for ns in netns.list_namespaces() if owned_by(ns, spec.name)]
     if leftovers:
@@ -316,13 +321,20 @@ class DownReport:
     processes: list[int] = field(default_factory=list)
     killed_hard: list[int] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
+    foreign_state: str | None = None  # the lab whose state dir was left alone
 
 
-def _recorded_pids(state_dir: Path, name: str) -> list[int]:
-    """Recorded pids still running a lab command line (never a recycled pid of someone else)."""
+def _read_record(state_dir: Path) -> LabRecord | None:
+    """The record in ``state_dir``; None when there is none or it cannot be read."""
     try:
-        record = LabRecord(**json.loads((state_dir / STATE_FILE).read_text()))
+        return LabRecord(**json.loads((state_dir / STATE_FILE).read_text()))
     except (OSError, ValueError, TypeError):
+        return None
+
+
+def _recorded_pids(record: LabRecord | None, state_dir: Path, name: str) -> list[int]:
+    """Lab ``name``'s recorded pids still running a lab command line (never a recycled pid)."""
+    if record is None or record.name != name:
         return []
     pids = [*record.monitors.values(), *record.keepalived.values()]
     marker = str(state_dir)
@@ -330,9 +342,15 @@ def _recorded_pids(state_dir: Path, name: str) -> list[int]:
 
 
 def teardown(name: str, state_dir: Path) -> DownReport:
-    """Stop every process of lab ``name`` and delete its namespaces; idempotent."""
+    """Stop every process of lab ``name`` and delete its namespaces; idempotent.
+
+    Only lab ``name`` is touched: a state dir recording another lab keeps its
+    state and that lab's processes keep running (an unreadable state file
+    names no lab, so it is removed).
+    """
     report = DownReport()
-    recorded = _recorded_pids(state_dir, name)
+    record = _read_record(state_dir)
+    recorded = _recorded_pids(record, state_dir, name)
     owned = [ns for ns in netns.list_namespaces() if owned_by(ns, name)]
     inside = [p for ns in owned for p in netns.pids_in(ns)]
     pids = list(dict.fromkeys([*recorded, *inside]))
@@ -344,8 +362,11 @@ def teardown(name: str, state_dir: Path) -> DownReport:
             report.killed_hard += netns.terminate(leftover, grace=1.0)
         netns.delete_namespace(ns)
     report.namespaces = owned
-    (state_dir / STATE_FILE).unlink(missing_ok=True)
-    shutil.rmtree(state_dir / "monitors", ignore_errors=True)
+    if record is not None and record.name != name:
+        report.foreign_state = record.name
+    else:
+        (state_dir / STATE_FILE).unlink(missing_ok=True)
+        shutil.rmtree(state_dir / "monitors", ignore_errors=True)
     return report
 
 

@@ -41,8 +41,13 @@ def list_namespaces() -> list[str]:
         return []
 
 
+IPV6_OFF = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+
+
 def add_namespace(name: str) -> None:
+    """A namespace with IPv6 off (no automatic fe80:: addresses on its links) and lo up."""
     ip("netns", "add", name)
+    ip("netns", "exec", name, "sysctl", "-q", "-e", "-w", *IPV6_OFF)
     ip("-n", name, "link", "set", "lo", "up")
 
 

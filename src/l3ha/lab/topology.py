@@ -97,6 +97,15 @@ class LabSpec:
         r, n = int(router[1:]) - 1, int(node[1:]) - 1
         return 100 - 10 * ((n - r) % self.nodes)
 
+    def master_down_interval(self, router: str, node: str) -> float:
+        """Seconds ``node`` waits without adverts before it takes ``router`` over (VRRPv3)."""
+        return master_down_interval(self.advert_int, self.priority(router, node))
+
+
+def master_down_interval(advert_int: float, priority: int) -> float:
+    """VRRPv3 (RFC 5798): 3 x advert + skew, with skew = (256 - priority) x advert / 256."""
+    return 3 * advert_int + (256 - priority) * advert_int / 256
+
 
 def namespace_prefix(name: str) -> str:
     return f"{NAMESPACE_PREFIX}{check_lab_name(name)}-"
