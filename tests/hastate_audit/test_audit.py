@@ -78,3 +78,13 @@ def test_worst_severity_is_the_check_exit_code() -> None:
     assert worst_severity(findings) == Severity.CRITICAL
     assert worst_severity([f for f in findings if f.router_id == "r"]) == Severity.WARNING
     assert worst_severity([]) == Severity.OK
+
+
+def test_unknown_replica_on_a_live_agent_is_reported() -> None:
+    kinds = _audit(Binding("r", "a1", HAState.ACTIVE), Binding("r", "a2", HAState.UNKNOWN))
+    assert kinds == {FindingKind.UNKNOWN}
+
+
+def test_replicas_on_live_disabled_agents_are_not_called_unknown() -> None:
+    kinds = _audit(Binding("r", "off", HAState.ACTIVE))
+    assert kinds == {FindingKind.REPLICA_ON_DISABLED_AGENT, FindingKind.TOO_FEW_REPLICAS}

@@ -79,3 +79,35 @@ def test_repair_of_a_healthy_world_is_empty() -> None:
     snap = snapshot(agents, [router("ha", ha=True), router("r")], {"ha": ["a", "b"], "r": "a"})
     plan = plan_repair(snap, POLICY, WEIGHTS)
     assert plan.moves == () and plan.unplaceable == () and plan.warnings == ()
+
+
+def test_active_replica_on_a_live_disabled_agent_is_never_moved() -> None:
+    from l3ha.model import Agent, Binding, HAState, Router, Snapshot
+    from l3ha.planner import PlacementPolicy, plan_repair
+    from l3ha.weights import WeightPolicy
+
+    agents = (
+        Agent(id="a1", host="net-1", availability_zone="az1"),
+        Agent(id="a2", host="net-2", availability_zone="az2"),
+        Agent(id="off", host="net-3", availability_zone="az1", admin_state_up=False),
+    )
+    router = Router(id="r", ha=True)
+    active_on_disabled = Snapshot(
+        agents,
+        (router,),
+        (Binding("r", "off", HAState.ACTIVE), Binding("r", "a1", HAState.STANDBY)),
+    )
+    plan = plan_repair(active_on_disabled, PlacementPolicy(), WeightPolicy())
+    assert plan.moves == ()
+    assert any("active on unhealthy agent net-3" in w for w in plan.warnings)
+
+    standby_on_disabled = Snapshot(
+        agents,
+        (router,),
+        (Binding("r", "off", HAState.STANDBY), Binding("r", "a1", HAState.ACTIVE)),
+    )
+    plan = plan_repair(standby_on_disabled, PlacementPolicy(), WeightPolicy())
+    assert [(m.kind.value, m.target, m.source) for m in plan.moves] == [
+        ("add_replica", "a2", "off"),
+        ("remove_replica", None, "off"),
+    ]

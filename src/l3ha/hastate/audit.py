@@ -2,8 +2,8 @@
 
 Takes a snapshot (bindings carry each replica's ``ha_state``) and returns
 findings, each with a severity in the Nagios sense. CRITICAL: routers whose
-traffic is or may be lost (no active replica, two actives, state unknown
-because every hosting agent is dead). WARNING: lost redundancy (a replica on
+traffic is or may be lost (no active replica, two actives, a replica whose
+state is unknown, every hosting agent dead). WARNING: lost redundancy (a replica on
 a dead or disabled agent, fewer live replicas than wanted, every replica
 crowded in one AZ).
 """
@@ -146,13 +146,24 @@ def _state_findings(router: Router, hosted: list[tuple[Binding, Agent]]) -> list
                 tuple(a.id for a in active),
             )
         ]
-    if not any(_is_live(a) for _, a in hosted):
+    if not any(a.alive for _, a in hosted):
         return [
             Finding(
                 router.id,
                 FindingKind.UNKNOWN,
-                "every hosting agent is dead or disabled: state unknown",
+                "every hosting agent is dead: state unknown",
                 tuple(a.id for _, a in hosted),
+            )
+        ]
+    unknown = [a for b, a in hosted if b.ha_state == HAState.UNKNOWN]
+    if unknown:
+        hosts = ", ".join(sorted(a.host for a in unknown))
+        return [
+            Finding(
+                router.id,
+                FindingKind.UNKNOWN,
+                f"replica state unknown on {hosts}",
+                tuple(a.id for a in unknown),
             )
         ]
     if not active:

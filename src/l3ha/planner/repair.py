@@ -3,9 +3,11 @@
 Unhosted routers are bound (busy ones first, heaviest first). For HA routers,
 each replica on a dead or disabled agent is replaced: ADD_REPLICA on a
 healthy agent (an AZ not yet holding a replica where possible, load-aware),
-then REMOVE_REPLICA of the dead one. Replicas on healthy agents, the active
-one included, are never touched. Legacy routers on dead agents are left to
-``evacuate`` (which has safety gates) and reported as a warning.
+then REMOVE_REPLICA of the dead one. Replicas on healthy agents, and an
+active replica on any live agent, are never touched (one on a live
+but disabled agent is reported; VRRP moves it, and the next repair replaces
+it). Legacy routers on dead agents are left to ``evacuate`` (which has safety
+gates) and reported as a warning.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def _dead_replicas(snapshot: Snapshot, targets: Targets) -> list[tuple[Router, A
             continue
         if not agent.can_host_centralized:
             continue
+        if agent.alive and binding.ha_state == HAState.ACTIVE:
+            continue  # the active replica (on a live, disabled agent) is never moved by repair
         found.append((router, agent))
     return sorted(found, key=lambda pair: (pair[0].id, pair[1].id))
 
