@@ -1,6 +1,7 @@
 """The health check behind ``l3ha check``: one status line and an exit code. Pure.
 
-Covers dead agents that still host routers, unhosted routers, HA routers with
+Covers dead agents that still host routers (and disabled agents hosting
+non-HA routers, which they tear down), unhosted routers, HA routers with
 zero or two active replicas (and the rest of the HA audit), and load
 imbalance beyond a threshold (weighted load, as the planner balances it: busy
 routers count more). The result follows the Nagios/Icinga plugin
@@ -71,6 +72,11 @@ def run_check(
 
 
 def _dead_agents(snapshot: Snapshot) -> list[Problem]:
+    """Dead agents still hosting routers, and disabled ones hosting legacy routers.
+
+    A disabled agent tears its routers down (NEUTRON.md): its non-HA routers
+    are dark although their binding stays. (Its HA replicas are the audit's.)
+    """
     out = []
     for agent in sorted(snapshot.agents, key=lambda a: a.host):
         hosted = snapshot.bindings_of_agent(agent.id)
@@ -83,6 +89,23 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
                     tuple(b.router_id for b in hosted),
                 )
             )
+        elif not agent.admin_state_up:
+            dark = [
+                b.router_id
+                for b in hosted
+                if b.router_id in snapshot.routers_by_id
+                and not snapshot.routers_by_id[b.router_id].ha
+            ]
+            if dark:
+                out.append(
+                    Problem(
+                        Severity.CRITICAL,
+                        "disabled_agent_hosting_routers",
+                        f"disabled agent {agent.host} hosts {len(dark)} non-HA router(s), "
+                        "which it has torn down",
+                        tuple(dark),
+                    )
+                )
     return out
 
 

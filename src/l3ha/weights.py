@@ -8,9 +8,10 @@ weight when it carries the ``l3ha:busy`` tag, and 1 otherwise. A router is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from l3ha.errors import candidates_text
 from l3ha.model import Router
 
 BUSY_TAG = "l3ha:busy"
@@ -42,3 +43,24 @@ class WeightPolicy:
     def is_busy(self, router: Router) -> bool:
         """Whether the router counts as busy (spread apart from other busy ones)."""
         return self.weight(router) >= self.busy_threshold
+
+
+def weight_warnings(policy: WeightPolicy, routers: Iterable[Router]) -> list[str]:
+    """What an operator should hear about the weights: unknown ids, malformed tags."""
+    routers = list(routers)
+    known = {r.id for r in routers}
+    warnings = []
+    unknown = sorted(set(policy.overrides) - known)
+    if unknown:
+        warnings.append(
+            f"weights file names {len(unknown)} unknown router id(s): {candidates_text(unknown)}"
+        )
+    for router in routers:
+        for tag in router.tags:
+            value = tag[len(WEIGHT_TAG_PREFIX) :] if tag.startswith(WEIGHT_TAG_PREFIX) else None
+            if value is not None and not (value.isdigit() and int(value) >= 1):
+                warnings.append(
+                    f"router {router.id} has a malformed tag {tag!r} (want {WEIGHT_TAG_PREFIX}N, "
+                    "N >= 1); it is ignored"
+                )
+    return warnings

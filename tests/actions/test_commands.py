@@ -230,3 +230,88 @@ def test_any_command_notices_an_interrupted_operation_and_repair_finishes_it(
     assert _snapshot().bindings_of_router(binding.router_id)  # still hosted
     assert main(["agent", "list", "-c", "host"]) == 0
     assert "interrupted" not in capsys.readouterr().err
+
+
+def test_drain_leaves_the_agent_enabled_when_routers_cannot_move(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["drain", "net-2", "--max-routers-per-agent", "1", "--port-timeout", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "could not be placed" in err and "left enabled" in err
+    agent = _snapshot().find_agent("net-2")
+    assert agent.admin_state_up
+    assert _snapshot().bindings_of_agent(agent.id)
+
+
+def test_unplaceable_routers_make_an_evacuation_exit_1(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kill(cloud_env, "net-3")
+    assert main(["evacuate", "net-3", "--to", "net-4", "--max-routers-per-agent", "10"]) == 1
+    assert "could not be placed" in capsys.readouterr().err
+
+
+def test_evacuating_routers_the_agent_does_not_host_is_bad_input(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kill(cloud_env, "net-1")
+    snap = _snapshot()
+    other = next(
+        b.router_id
+        for b in snap.bindings_of_agent(_agent_id(snap, "net-2"))
+        if not snap.routers_by_id[b.router_id].ha
+    )
+    assert main(["evacuate", "net-1", "--router", other]) == 2
+    assert "not hosted by net-1" in capsys.readouterr().err
+    assert set(_snapshot().bindings) == set(snap.bindings)
+
+
+def test_skipped_unknown_routers_are_reported(
+    cloud_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = _snapshot()
+    router = next(r for r in snap.routers if not r.ha)
+    args = ["migrate", router.id, "ghost-router", "--skip-unknown", "--dry-run"]
+    assert main(args) == 0
+    assert "skipped 1 unknown router(s): ghost-router" in capsys.readouterr().out
+
+
+def test_every_action_refuses_while_most_agents_look_dead(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cloud_env.broker_outage(30)
+    wait_for(lambda: not any(a.alive for a in _snapshot().agents))
+    before = set(_snapshot().bindings)
+    for argv in (["evacuate", "net-1"], ["repair"], ["rebalance"], ["drain", "net-2"]):
+        assert main(argv) == 3, argv
+        assert "suspect the control plane" in capsys.readouterr().err
+    assert set(_snapshot().bindings) == before
+
+
+def test_repair_finishes_an_interrupted_evacuation(
+    cloud_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kill(cloud_env, "net-2")
+    snap = _snapshot()
+    dead = _agent_id(snap, "net-2")
+    first = next(b.router_id for b in snap.bindings_of_agent(dead))
+    target = _agent_id(snap, "net-3")
+    crashed = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from l3ha.journal import Journal, MoveStep\n"
+        "from l3ha.model import Move, MoveKind\n"
+        "j = Journal(Path(sys.argv[1]))\n"
+        "move = Move(sys.argv[2], MoveKind.MOVE, target=sys.argv[4], source=sys.argv[3])\n"
+        "op, (m,) = j.begin_operation('evacuate', {'agent': 'net-2'}, [move])\n"
+        "j.record_step(m, MoveStep.INTENT, target=sys.argv[4])\n"
+        "os._exit(9)\n"
+    )
+    args = [str(tmp_path / "state"), first, dead, target]
+    assert subprocess.run([sys.executable, "-c", crashed, *args], check=False).returncode == 9
+
+    assert main(["repair", "--port-timeout", "20"]) == 0
+    assert "finishing the evacuate of net-2" in capsys.readouterr().err
+    after = _snapshot()
+    assert after.bindings_of_agent(dead) == ()
+    assert after.unhosted_routers() == ()

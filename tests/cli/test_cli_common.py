@@ -29,8 +29,8 @@ def _parse(*argv: str) -> argparse.Namespace:
 
 
 def test_weights_json_and_yaml_give_the_same_overrides(tmp_path: Path) -> None:
-    assert parse_weights('{"r1": 5, "r2": 0}', "w.json") == {"r1": 5, "r2": 0}
-    assert parse_weights("r1: 5\nr2: 0\n", "w.yaml") == {"r1": 5, "r2": 0}
+    assert parse_weights('{"r1": 5, "r2": 1}', "w.json") == {"r1": 5, "r2": 1}
+    assert parse_weights("r1: 5\nr2: 1\n", "w.yaml") == {"r1": 5, "r2": 1}
     assert parse_weights("", "empty.yaml") == {}
 
 
@@ -38,9 +38,10 @@ def test_weights_json_and_yaml_give_the_same_overrides(tmp_path: Path) -> None:
     ("text", "reason"),
     [
         ("- r1\n- r2\n", "expected a mapping"),
-        ('{"r1": -3}', "non-negative integer"),
-        ('{"r1": 2.5}', "non-negative integer"),
-        ('{"r1": true}', "non-negative integer"),
+        ('{"r1": -3}', "positive integer"),
+        ('{"r1": 0}', "positive integer"),
+        ('{"r1": 2.5}', "positive integer"),
+        ('{"r1": true}', "positive integer"),
         ("r1: [unclosed", "neither JSON nor YAML"),
     ],
 )

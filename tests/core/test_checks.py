@@ -69,3 +69,11 @@ def test_imbalance_is_judged_by_weight_not_count() -> None:
     assert run_check(Snapshot(AGENTS, busy + quiet, bindings)).severity == Severity.OK
     unweighted = tuple(Router(id=r.id) for r in busy) + quiet
     assert run_check(Snapshot(AGENTS, unweighted, bindings)).severity == Severity.WARNING
+
+
+def test_disabled_agent_hosting_legacy_routers_is_critical() -> None:
+    routers, bindings = _spread(6)
+    agents = (AGENTS[0], Agent(id="a2", host="net-2", admin_state_up=False))
+    result = run_check(Snapshot(agents, routers, bindings))
+    assert result.severity == Severity.CRITICAL
+    assert "disabled agent net-2 hosts 3 non-HA router(s)" in result.status_line()

@@ -49,3 +49,8 @@ def test_unknown_column_is_a_one_line_error_listing_known_ones() -> None:
         _render("table", ["nope"])
     assert "unknown column nope" in str(err.value)
     assert "host" in str(err.value)
+
+
+def test_columns_may_be_named_as_the_table_headers_show_them() -> None:
+    data = json.loads(_render("json", ["HOST", "Routers"]))
+    assert data[0] == {"host": "net-1", "routers": 3}

@@ -11,13 +11,16 @@ input, 3 refused by a safety gate.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.common import add_cloud_options, open_cloud, warn_about_weights
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
+    add_force_option,
     add_placement_options,
     add_router_selection,
     make_plan,
@@ -30,7 +33,7 @@ from l3ha.model import Plan, Snapshot
 if TYPE_CHECKING:
     from l3ha.cloud.adapter import NeutronCloud
     from l3ha.executor import Progress, RunResult
-    from l3ha.journal import Journal
+    from l3ha.journal import Journal, OperationRecord
 
 DRAIN_MARK = "l3ha: drained"
 
@@ -97,7 +100,7 @@ def register(sub: Any) -> None:
         "early. Refuses a live, enabled agent (use drain) unless --force.",
     )
     p.add_argument("agent", metavar="AGENT", help="host name or agent id")
-    p.add_argument("--force", action="store_true", help="evacuate even a live agent; skip gates")
+    add_force_option(p, evacuate=True)
     add_router_selection(p, positional=False)
     add_placement_options(p)
     add_execution_options(p)
@@ -114,6 +117,7 @@ def register(sub: Any) -> None:
     p.add_argument("agent", metavar="AGENT", help="host name or agent id")
     add_placement_options(p)
     add_execution_options(p)
+    add_force_option(p)
     p.set_defaults(func=_run_drain)
 
     p = _action_parser(
@@ -139,6 +143,7 @@ def register(sub: Any) -> None:
     add_router_selection(p, positional=True)
     add_placement_options(p)
     add_execution_options(p)
+    add_force_option(p)
     p.set_defaults(func=lambda a: _run_action("migrate", a), finishes_interrupted=True)
 
     p = _action_parser(
@@ -151,6 +156,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="move at most N routers")
     add_placement_options(p)
     add_execution_options(p)
+    add_force_option(p)
     p.set_defaults(func=lambda a: _run_action("rebalance", a), finishes_interrupted=True)
 
     p = _action_parser(
@@ -162,6 +168,7 @@ def register(sub: Any) -> None:
     )
     add_placement_options(p, targets=False)
     add_execution_options(p)
+    add_force_option(p)
     p.set_defaults(func=lambda a: _run_action("repair", a), finishes_interrupted=True)
 
     p = sub.add_parser(
@@ -201,21 +208,27 @@ def _say(text: str) -> None:
     sys.stderr.write(f"l3ha: {text}\n")
 
 
-def finish_interrupted(cloud: NeutronCloud, journal: Journal, dry_run: bool) -> bool:
-    """Finish operations a crash cut short; True when every router ended hosted."""
+def finish_interrupted(
+    cloud: NeutronCloud, journal: Journal, dry_run: bool
+) -> tuple[bool, list[OperationRecord]]:
+    """Finish the moves of operations a crash cut short, from the cloud's actual state.
+
+    Returns whether every router ended hosted, and the interrupted operations
+    (``repair`` then finishes what their plans had not reached yet).
+    """
     from l3ha.clock import SystemClock
     from l3ha.executor import recover
 
     unfinished = journal.unfinished_operations()
     if not unfinished:
-        return True
+        return True, []
     for op in unfinished:
         _say(f"operation {op.id} ({op.kind}, started {op.started}) was interrupted; finishing it")
     results = recover(cloud, journal, SystemClock(), dry_run=dry_run)
     for result in results:
         row = result.as_row()
         _say(f"recovered router {row.get('router')}: {row.get('action')} {row.get('detail', '')}")
-    return all(r.ok for r in results)
+    return all(r.ok for r in results), unfinished
 
 
 def _progress_printer() -> Any:
@@ -245,9 +258,11 @@ def execute_plan(
     options = ExecutorOptions(
         concurrency=args.concurrency,
         rate=args.rate,
+        burst=max(1, math.ceil(args.rate)) if args.rate else ExecutorOptions.burst,
         wait_ports=not args.no_wait,
         port_timeout=args.port_timeout,
     )
+    forced = bool(getattr(args, "force", False))
     with open_journal(args) as journal:
         executor = Executor(cloud, journal, SystemClock(), options)
         result = executor.run(
@@ -256,8 +271,12 @@ def execute_plan(
             fallback_targets=snapshot_candidates(snapshot),
             progress=_progress_printer(),
             args={"command": action, "agent": getattr(args, "agent", None)},
+            require_dead_source=False if forced else None,
         )
     print_result(result, snapshot, args.format)
+    if plan.unplaceable:
+        _say(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
+        return max(result.exit_code, 1)
     return result.exit_code
 
 
@@ -300,13 +319,55 @@ def _run_action(action: str, args: argparse.Namespace) -> int:
     weights = load_weight_policy(args)
     cloud = open_cloud(args)
     recovered_ok = True
+    interrupted: list[OperationRecord] = []
     if not args.dry_run or _journal_exists(args):  # a dry run creates no journal
         with open_journal(args) as journal:
-            recovered_ok = finish_interrupted(cloud, journal, args.dry_run)
-    snapshot = cloud.read_snapshot()
+            recovered_ok, interrupted = finish_interrupted(cloud, journal, args.dry_run)
+    snapshot = cloud.read_snapshot(with_ha_state=action == "repair")
+    warn_about_weights(weights, snapshot)
     plan = make_plan(action, args, snapshot, weights)
     code = execute_plan(args, cloud, snapshot, plan, action)
+    if action == "repair":
+        code = max(code, _finish_interrupted_plans(args, cloud, interrupted))
     return code if recovered_ok else max(code, 1)
+
+
+def _finish_interrupted_plans(
+    args: argparse.Namespace, cloud: NeutronCloud, interrupted: list[OperationRecord]
+) -> int:
+    """Run again the evacuations and drains a crash cut short, on today's cloud."""
+    from l3ha.errors import SafetyHaltError
+
+    code = 0
+    for op in interrupted:
+        agent = op.args.get("agent")
+        if op.kind not in ("evacuate", "drain") or not isinstance(agent, str):
+            continue
+        source = cloud.read_snapshot().find_agent(agent)
+        if op.kind == "evacuate" and source.alive and source.admin_state_up:
+            _say(f"agent {source.host} is alive again: its interrupted evacuation is not resumed")
+            continue
+        _say(f"finishing the {op.kind} of {agent} that operation {op.id} began")
+        again = _with(args, agent=agent)
+        try:
+            step = _run_action("evacuate", again) if op.kind == "evacuate" else _run_drain(again)
+        except SafetyHaltError as exc:
+            _say(f"not finishing the {op.kind} of {agent}: {exc}")
+            step = exc.exit_code
+        code = max(code, step)
+    return code
+
+
+def _with(args: argparse.Namespace, **changes: object) -> argparse.Namespace:
+    defaults: dict[str, object] = {
+        "to": [],
+        "routers": [],
+        "router_file": None,
+        "skip_unknown": False,
+        "force": False,
+        "max_moves": None,
+    }
+    return argparse.Namespace(**{**defaults, **vars(args), **changes})
 
 
 def _run_drain(args: argparse.Namespace) -> int:
@@ -316,12 +377,20 @@ def _run_drain(args: argparse.Namespace) -> int:
     weights = load_weight_policy(args)
     cloud = open_cloud(args)
     snapshot = cloud.read_snapshot()
+    warn_about_weights(weights, snapshot)
     agent = snapshot.find_agent(args.agent)
     plan = make_plan("drain", args, snapshot, weights)
     code = execute_plan(args, cloud, snapshot, plan, "drain")
     if args.dry_run:
         sys.stdout.write(f"would then disable agent {agent.host}\n")
         return code
+    left = cloud.read_snapshot().bindings_of_agent(agent.id)
+    if code != 0 or left:
+        _say(
+            f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
+            "(a disabled agent tears its routers down); fix the cause and drain again"
+        )
+        return max(code, 1)
     cloud.set_admin_state(agent.id, False)
     cloud.set_description(agent.id, f"{DRAIN_MARK} {snapshot.observed_at}".strip())
     _say(f"agent {agent.host} disabled")
@@ -346,8 +415,15 @@ def _run_undrain(args: argparse.Namespace) -> int:
         _say(f"agent {agent.host} enabled")
     if not args.rebalance:
         return 0
-    args.to = []
-    return _run_action("rebalance", args)
+    if args.dry_run:  # plan as if the agent were already enabled
+        from l3ha.cli.common import load_weight_policy
+
+        enabled = replace(agent, admin_state_up=True)
+        agents = tuple(enabled if a.id == agent.id else a for a in snapshot.agents)
+        world = replace(snapshot, agents=agents)
+        plan = make_plan("rebalance", _with(args), world, load_weight_policy(args))
+        return print_plan(plan, world, args.format)
+    return _run_action("rebalance", _with(args))
 
 
 def _run_history(args: argparse.Namespace) -> int:

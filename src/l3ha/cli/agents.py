@@ -19,6 +19,7 @@ from l3ha.cli.common import (
     command_group,
     load_weight_policy,
     read_world,
+    warn_about_weights,
 )
 from l3ha.cli.output import add_format_options, emit
 from l3ha.model import Agent, Snapshot
@@ -93,6 +94,7 @@ def list_agents(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent list``."""
     policy = load_weight_policy(args)
     snapshot = read_world(args)
+    warn_about_weights(policy, snapshot)
     columns = args.column or list(DEFAULT_AGENT_COLUMNS)
     emit(agent_rows(snapshot, policy), args.format, columns, AGENT_COLUMNS)
     return 0

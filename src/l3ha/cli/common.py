@@ -113,7 +113,7 @@ def add_snapshot_option(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_weights(text: str, source: str) -> dict[str, int]:
-    """A weights document (JSON or YAML mapping router id -> non-negative integer)."""
+    """A weights document (JSON or YAML mapping router id -> positive integer)."""
     try:
         doc: object = json.loads(text)
     except ValueError:
@@ -129,9 +129,9 @@ def parse_weights(text: str, source: str) -> dict[str, int]:
         raise BadInputError(f"weights file {source}: expected a mapping router id -> weight")
     weights: dict[str, int] = {}
     for key, value in doc.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise BadInputError(
-                f"weights file {source}: weight of {key!r} must be a non-negative integer, "
+                f"weights file {source}: weight of {key!r} must be a positive integer, "
                 f"not {value!r}"
             )
         weights[str(key)] = value
@@ -177,3 +177,13 @@ def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapsho
 
         return load_snapshot(path)
     return open_cloud(args).read_snapshot(with_ha_state=with_ha_state)
+
+
+def warn_about_weights(policy: WeightPolicy, snapshot: Snapshot) -> None:
+    """Tell the operator (stderr) about weights that name no router or cannot be read."""
+    import sys
+
+    from l3ha.weights import weight_warnings
+
+    for warning in weight_warnings(policy, snapshot.routers):
+        sys.stderr.write(f"l3ha: warning: {warning}\n")

@@ -14,10 +14,21 @@ from typing import Any
 
 from l3ha.cli.actions import add_execution_options, execute_plan
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option, open_cloud, read_world
+from l3ha.cli.common import (
+    add_cloud_options,
+    add_snapshot_option,
+    open_cloud,
+    read_world,
+    warn_about_weights,
+)
 from l3ha.cli.ha import ha_group
 from l3ha.cli.output import add_format_options, emit
-from l3ha.cli.planning import add_placement_options, placement_from_args
+from l3ha.cli.planning import (
+    add_force_option,
+    add_placement_options,
+    gate_fleet,
+    placement_from_args,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -56,6 +67,7 @@ def register(subparsers: Any) -> None:
     )
     add_cloud_options(p)
     add_placement_options(p, targets=False)
+    add_force_option(p)
     add_execution_options(p)
     p.set_defaults(func=_run_repair)
 
@@ -96,6 +108,8 @@ def _run_repair(args: argparse.Namespace) -> int:
     weights = load_weight_policy(args)
     cloud = open_cloud(args)
     snapshot = cloud.read_snapshot(with_ha_state=True)
+    warn_about_weights(weights, snapshot)
+    gate_fleet("repair HA routers", args, snapshot)
     plan = plan_repair(snapshot, placement_from_args(args, snapshot), weights)
     ha_ids = {r.id for r in snapshot.routers if r.ha}
     plan = replace(

@@ -42,12 +42,13 @@ def select_columns(rows: Sequence[Row], columns: Sequence[str], known: Sequence[
     """The columns to show; an unknown name is a one-line error listing the known ones."""
     if not columns:
         return list(known)
-    unknown = [c for c in columns if c not in known]
+    by_name = {k.lower(): k for k in known}  # table headers are upper case: accept either
+    unknown = [c for c in columns if c.lower() not in by_name]
     if unknown:
         raise BadInputError(
             f"unknown column {', '.join(unknown)}; columns are: {candidates_text(known, 40)}"
         )
-    return list(columns)
+    return [by_name[c.lower()] for c in columns]
 
 
 def _cell(value: Any) -> str:

@@ -9,9 +9,20 @@ import argparse
 from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option, command_group, read_world
+from l3ha.cli.common import (
+    add_cloud_options,
+    add_snapshot_option,
+    command_group,
+    read_world,
+    warn_about_weights,
+)
 from l3ha.cli.output import add_format_options
-from l3ha.cli.planning import add_placement_options, add_router_selection, make_plan
+from l3ha.cli.planning import (
+    add_force_option,
+    add_placement_options,
+    add_router_selection,
+    make_plan,
+)
 
 
 def register(sub: Any) -> None:
@@ -30,8 +41,8 @@ def register(sub: Any) -> None:
         p = group.add_parser(action, help=help_text, description=help_text)
         if action in ("evacuate", "drain"):
             p.add_argument("agent", metavar="AGENT", help="host name or agent id")
+        add_force_option(p, evacuate=action == "evacuate")
         if action == "evacuate":
-            p.add_argument("--force", action="store_true", help="plan even for a live agent")
             add_router_selection(p, positional=False)
         if action == "migrate":
             add_router_selection(p, positional=True)
@@ -52,4 +63,5 @@ def _run_plan(action: str, args: argparse.Namespace) -> int:
 
     weights = load_weight_policy(args)
     snapshot = read_world(args)
+    warn_about_weights(weights, snapshot)
     return print_plan(make_plan(action, args, snapshot, weights), snapshot, args.format)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,16 @@ def add_placement_options(parser: argparse.ArgumentParser, targets: bool = True)
     )
 
 
+def add_force_option(parser: argparse.ArgumentParser, evacuate: bool = False) -> None:
+    """``--force``: act although a safety gate would refuse."""
+    extra = " and even when the agent is alive and enabled" if evacuate else ""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"act even when many agents look dead at once (a control-plane fault){extra}",
+    )
+
+
 def add_router_selection(parser: argparse.ArgumentParser, positional: bool) -> None:
     """Routers named on the command line (``ROUTER…`` or ``--router``) or in ``--router-file``."""
     if positional:
@@ -99,15 +110,18 @@ def read_router_file(path: str) -> list[str]:
     return refs
 
 
-def selected_router_ids(args: argparse.Namespace, snapshot: Snapshot) -> list[str] | None:
-    """The ids of the routers the options name, in order, without duplicates; None: all."""
+def selected_router_ids(
+    args: argparse.Namespace, snapshot: Snapshot
+) -> tuple[list[str] | None, list[str]]:
+    """The routers the options name (ids, in order, no duplicates; None: all) and the
+    unknown names skipped with ``--skip-unknown``."""
     refs = list(getattr(args, "routers", None) or [])
     if getattr(args, "router_file", None):
         refs += read_router_file(args.router_file)
         if not refs:
             raise BadInputError(f"router file {args.router_file} names no routers")
     if not refs:
-        return None
+        return None, []
     ids: list[str] = []
     unknown: list[str] = []
     for ref in dict.fromkeys(refs):
@@ -120,7 +134,7 @@ def selected_router_ids(args: argparse.Namespace, snapshot: Snapshot) -> list[st
             f"{len(unknown)} unknown router(s): {candidates_text(unknown, 20)}; nothing was "
             "changed (use --skip-unknown to move the others)"
         )
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(ids)), unknown
 
 
 def placement_from_args(args: argparse.Namespace, snapshot: Snapshot) -> PlacementPolicy:
@@ -136,19 +150,34 @@ def placement_from_args(args: argparse.Namespace, snapshot: Snapshot) -> Placeme
 
 
 def _gate_evacuation(args: argparse.Namespace, snapshot: Snapshot, agent_ref: str) -> str:
-    """The source agent's id, after the safety gates of an evacuation."""
+    """The source agent's id, after the live-agent gate of an evacuation."""
     agent = snapshot.find_agent(agent_ref)
-    if getattr(args, "force", False):
-        return agent.id
-    if agent.alive and agent.admin_state_up:
+    if agent.alive and agent.admin_state_up and not getattr(args, "force", False):
         raise SafetyHaltError(
             f"agent {agent.host} is alive and enabled: use 'l3ha drain {agent.host}' to move its "
             "routers away make-before-break (or evacuate --force)"
         )
+    return agent.id
+
+
+def gate_fleet(action: str, args: argparse.Namespace, snapshot: Snapshot) -> None:
+    """Refuse every action while many agents look dead at once (safety rules 1, 2, 9)."""
+    if getattr(args, "force", False):
+        return
     halt = api_fleet_gate(snapshot.agents, HealthPolicy())
     if halt is not None:
-        raise SafetyHaltError(f"{halt.message}; refusing to evacuate (override with --force)")
-    return agent.id
+        raise SafetyHaltError(f"{halt.message}; refusing to {action} (override with --force)")
+
+
+def _check_hosted_by(snapshot: Snapshot, router_ids: list[str], agent_id: str) -> None:
+    hosted = {b.router_id for b in snapshot.bindings_of_agent(agent_id)}
+    elsewhere = [r for r in router_ids if r not in hosted]
+    if elsewhere:
+        host = snapshot.agents_by_id[agent_id].host
+        raise BadInputError(
+            f"{len(elsewhere)} router(s) not hosted by {host}: {candidates_text(elsewhere, 20)}; "
+            "nothing was changed"
+        )
 
 
 def make_plan(
@@ -156,26 +185,37 @@ def make_plan(
 ) -> Plan:
     """Plan ``action`` on ``snapshot`` as the options say; a Halt becomes SafetyHaltError."""
     placement = placement_from_args(args, snapshot)
+    skipped: list[str] = []
     result: Plan | Halt
     if action == "evacuate":
         source = _gate_evacuation(args, snapshot, args.agent)
-        routers = selected_router_ids(args, snapshot)
+        gate_fleet(action, args, snapshot)
+        routers, skipped = selected_router_ids(args, snapshot)
+        if routers is not None:
+            _check_hosted_by(snapshot, routers, source)
         result = plan_evacuate(snapshot, source, placement, weights, router_ids=routers)
     elif action == "drain":
+        gate_fleet(action, args, snapshot)
         result = plan_drain(snapshot, snapshot.find_agent(args.agent).id, placement, weights)
     elif action == "migrate":
-        routers = selected_router_ids(args, snapshot)
+        routers, skipped = selected_router_ids(args, snapshot)
         if not routers:
             raise BadInputError("name the routers to migrate (ROUTER... or --router-file FILE)")
+        gate_fleet(action, args, snapshot)
         result = plan_migrate(snapshot, routers, placement, weights)
     elif action == "rebalance":
+        gate_fleet(action, args, snapshot)
         result = plan_rebalance(snapshot, placement, weights, max_moves=args.max_moves)
     elif action == "repair":
+        gate_fleet(action, args, snapshot)
         result = plan_repair(snapshot, placement, weights)
     else:
         raise BadInputError(f"unknown action {action!r}; actions are: {', '.join(ACTIONS)}")
     if isinstance(result, Halt):
         raise SafetyHaltError(f"{result.reason.value}: {result.message}")
+    if skipped:
+        note = f"skipped {len(skipped)} unknown router(s): {candidates_text(skipped, 20)}"
+        result = replace(result, warnings=(*result.warnings, note))
     return result
 
 

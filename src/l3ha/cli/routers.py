@@ -11,6 +11,7 @@ from l3ha.cli.common import (
     command_group,
     load_weight_policy,
     read_world,
+    warn_about_weights,
 )
 from l3ha.cli.output import add_format_options, emit
 from l3ha.model import Router, Snapshot
@@ -81,6 +82,7 @@ def list_routers(args: argparse.Namespace) -> int:
     """Handler of ``l3ha router list``."""
     policy = load_weight_policy(args)
     snapshot = read_world(args, with_ha_state=not args.unhosted)
+    warn_about_weights(policy, snapshot)
     routers = select_routers(snapshot, args.agent, args.unhosted)
     columns = args.column or list(DEFAULT_ROUTER_COLUMNS)
     emit(router_rows(snapshot, routers, policy), args.format, columns, ROUTER_COLUMNS)
