@@ -4,7 +4,8 @@ It follows the Neutron rules of NEUTRON.md that the executor relies on
 (404 for an admin-down or unknown agent, 409 for a non-HA router hosted
 elsewhere or any router on a ``dvr`` agent, idempotent unbind) and records
 every write, so tests can assert order and budgets. Everything else is the
-emulator's job (see test_emulator_e2e.py).
+emulator's job (see test_emulator_e2e.py). Also the small evacuation fixtures
+(``evac_cloud``, ``evac_plan``) and ``run`` (an executor on a ManualClock).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from l3ha.clock import ManualClock
 from l3ha.cloud.base import PortState
 from l3ha.errors import ApiNotFoundError, ConflictError, L3haError
+from l3ha.executor import Executor, ExecutorOptions, RunResult
 from l3ha.journal import Journal, MoveStep
-from l3ha.model import Agent, AgentMode, Binding, Router, Snapshot
+from l3ha.model import Agent, AgentMode, Binding, Move, MoveKind, Plan, Router, Snapshot
 
 Hook = Callable[["MemCloud", str, str, str], None]
 
@@ -210,3 +214,46 @@ def intent_checker(journal: Journal) -> Callable[[MemCloud, str, str, str], None
             assert record.target == agent, (router, record.target, agent)
 
     return check
+
+
+DEAD = {"alive": False}
+
+
+def evac_cloud(n: int = 6) -> MemCloud:
+    return MemCloud.build(
+        {"a": DEAD, "b": {}, "c": {}, "d": {}},
+        {f"r{i}": ["a"] for i in range(n)},
+    )
+
+
+def evac_plan(n: int = 6, targets: tuple[str, ...] = ("b", "c"), canary: int = 0) -> Plan:
+    moves = tuple(
+        Move(
+            f"r{i}",
+            MoveKind.MOVE,
+            target=targets[i % len(targets)],
+            source="a",
+            reason="source dead",
+        )
+        for i in range(n)
+    )
+    return Plan("evacuate", moves, canary=canary)
+
+
+def run(
+    cloud: MemCloud,
+    plan: Plan,
+    tmp_path: Path,
+    fallbacks: object = None,
+    require_dead_source: bool | None = None,
+    **opts: object,
+) -> tuple[RunResult, Journal, ManualClock]:
+    """Run ``plan`` on ``cloud`` with a fresh journal, checking intent-before-write."""
+    clock = ManualClock()
+    journal = Journal(tmp_path / "state", clock)
+    cloud.hooks.append(intent_checker(journal))
+    options = ExecutorOptions(**{"port_poll_interval": 0.5, **opts})  # type: ignore[arg-type]
+    result = Executor(cloud, journal, clock, options).run(  # type: ignore[arg-type]
+        plan, fallback_targets=fallbacks, require_dead_source=require_dead_source
+    )
+    return result, journal, clock

@@ -11,15 +11,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.executor.emulator_env import (
+    Env,
+    assert_hosted_and_active,
+    routers_on,
+    start_env,
+    wait_until,
+)
 
 from l3ha.clock import SystemClock
-from l3ha.cloud.adapter import NeutronCloud, connect
-from l3ha.emulator import Emulator, EmulatorConfig
 from l3ha.executor import (
     Executor,
     ExecutorOptions,
@@ -30,89 +33,9 @@ from l3ha.executor import (
     snapshot_candidates,
 )
 from l3ha.journal import Journal, MoveStep
-from l3ha.model import Move, MoveKind, Plan, Snapshot
+from l3ha.model import Move, MoveKind, Plan
 
-FAST = {
-    "report_interval": 0.2,
-    "agent_down_time": 1.0,
-    "router_base_time": 0.05,
-    "router_port_time": 0.01,
-}
 CHILD = Path(__file__).with_name("evacuate_child.py")
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-class Env:
-    def __init__(self, emu: Emulator, cloud: NeutronCloud, tmp_path: Path) -> None:
-        self.emu = emu
-        self.cloud = cloud
-        self.tmp_path = tmp_path
-
-    def agent_id(self, host: str) -> str:
-        return self.emu.agent_ids_by_host()[host]
-
-    def kill(self, host: str) -> str:
-        agent_id = self.agent_id(host)
-        self.emu.kill_agent(host)
-        wait_until(lambda: not self.cloud.get_agent(agent_id).alive, what=f"{host} dead")
-        return agent_id
-
-    def evacuation(self, host: str, targets: list[str] | None = None, canary: int = 0) -> Plan:
-        snapshot = self.cloud.read_snapshot()
-        source = self.agent_id(host)
-        chosen = targets or sorted(
-            a.id for a in snapshot.agents if a.id != source and a.alive and a.can_host_centralized
-        )
-        routers = sorted(b.router_id for b in snapshot.bindings_of_agent(source))
-        moves = tuple(
-            Move(r, MoveKind.MOVE, chosen[i % len(chosen)], source, "evacuate")
-            for i, r in enumerate(routers)
-        )
-        return Plan("evacuate", moves, canary=canary)
-
-    def executor(self, **opts: object) -> tuple[Executor, Journal]:
-        journal = Journal(self.tmp_path / "state")
-        options = ExecutorOptions(**{"port_poll_interval": 0.05, "port_timeout": 20.0, **opts})  # type: ignore[arg-type]
-        return Executor(self.cloud, journal, SystemClock(), options), journal
-
-
-def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **cfg: object) -> Env:
-    settings = {"agents": 4, "routers": 24, "busy": 2, **FAST, **cfg}
-    emu = Emulator(EmulatorConfig(**settings)).start()  # type: ignore[arg-type]
-    clouds = emu.write_clouds_yaml(tmp_path / "clouds.yaml")
-    for key in [k for k in os.environ if k.startswith("OS_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
-    monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
-    return Env(emu, connect(), tmp_path)
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
-    environment = start_env(tmp_path, monkeypatch)
-    yield environment
-    environment.emu.stop()
-
-
-def assert_hosted_and_active(env: Env, router_ids: list[str], dead: set[str]) -> None:
-    snapshot = env.cloud.read_snapshot()
-    for router_id in router_ids:
-        hosts = [b.agent_id for b in snapshot.bindings_of_router(router_id)]
-        assert len(hosts) == 1 and hosts[0] not in dead, (router_id, hosts)
-        host = snapshot.agents_by_id[hosts[0]].host
-        ports = env.cloud.router_ports(router_id)
-        assert ports and all(p.status == "ACTIVE" and p.host == host for p in ports), ports
-
-
-def routers_on(snapshot: Snapshot, agent_id: str) -> list[str]:
-    return sorted(b.router_id for b in snapshot.bindings_of_agent(agent_id))
 
 
 def test_evacuating_a_killed_agent_leaves_every_port_active(env: Env) -> None:

@@ -10,10 +10,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.executor.memcloud_executor import Fault, MemCloud, intent_checker
+from tests.executor.memcloud_executor import (
+    DEAD,
+    Fault,
+    MemCloud,
+    evac_cloud,
+    evac_plan,
+    run,
+)
 
 from l3ha.clock import ManualClock
 from l3ha.errors import ApiTimeoutError, BadInputError, ConflictError, ServerError
@@ -22,45 +30,10 @@ from l3ha.executor import (
     ExecutorOptions,
     MoveOutcome,
     Progress,
-    RunResult,
     snapshot_candidates,
 )
 from l3ha.journal import Journal, MoveStep, OperationStatus
-from l3ha.model import AgentMode, Move, MoveKind, Plan
-
-DEAD = {"alive": False}
-
-
-def evac_cloud(n: int = 6) -> MemCloud:
-    return MemCloud.build(
-        {"a": DEAD, "b": {}, "c": {}, "d": {}},
-        {f"r{i}": ["a"] for i in range(n)},
-    )
-
-
-def evac_plan(n: int = 6, targets: tuple[str, ...] = ("b", "c"), canary: int = 0) -> Plan:
-    moves = tuple(
-        Move(
-            f"r{i}",
-            MoveKind.MOVE,
-            target=targets[i % len(targets)],
-            source="a",
-            reason="source dead",
-        )
-        for i in range(n)
-    )
-    return Plan("evacuate", moves, canary=canary)
-
-
-def run(
-    cloud: MemCloud, plan: Plan, tmp_path: Path, fallbacks: object = None, **opts: object
-) -> tuple[RunResult, Journal, ManualClock]:
-    clock = ManualClock()
-    journal = Journal(tmp_path / "state", clock)
-    cloud.hooks.append(intent_checker(journal))
-    options = ExecutorOptions(**{"port_poll_interval": 0.5, **opts})  # type: ignore[arg-type]
-    result = Executor(cloud, journal, clock, options).run(plan, fallback_targets=fallbacks)  # type: ignore[arg-type]
-    return result, journal, clock
+from l3ha.model import AgentMode, Move, MoveKind, Plan, Unplaceable
 
 
 def test_evacuation_moves_every_router_and_journals_each_step(tmp_path: Path) -> None:
@@ -174,7 +147,7 @@ def test_no_target_and_dead_source_is_reported_unhosted_loudly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     cloud = evac_cloud(1)
-    cloud.faults.append(Fault("bind", ConflictError("refused"), times=10))
+    cloud.faults.append(Fault("bind", ConflictError("refused"), times=100))
     with caplog.at_level(logging.ERROR):
         result, journal, _ = run(cloud, evac_plan(1), tmp_path, fallbacks={"r0": ["c"]})
     (only,) = result.results
@@ -343,7 +316,7 @@ def test_progress_is_reported_once_per_move(tmp_path: Path) -> None:
 
 def test_summary_lists_counts_and_reasons(tmp_path: Path) -> None:
     cloud = evac_cloud(2)
-    cloud.faults.append(Fault("bind", ConflictError("refused"), router="r1", times=10))
+    cloud.faults.append(Fault("bind", ConflictError("refused"), router="r1", times=100))
     result, _, _ = run(cloud, evac_plan(2), tmp_path)
     summary = result.summary()
     assert summary["counts"]["moved"] == 1 and summary["counts"]["unhosted"] == 1
@@ -353,7 +326,7 @@ def test_summary_lists_counts_and_reasons(tmp_path: Path) -> None:
 
 def test_journal_steps_show_where_a_move_stopped(tmp_path: Path) -> None:
     cloud = evac_cloud(1)
-    cloud.faults.append(Fault("bind", ConflictError("refused"), times=10))
+    cloud.faults.append(Fault("bind", ConflictError("refused"), times=100))
     result, journal, _ = run(cloud, evac_plan(1), tmp_path, fallbacks={"r0": ["c"]})
     (move,) = journal.moves(result.operation_id or 0)
     steps = [s for s, _, _ in journal.events(move.id)]
@@ -418,3 +391,21 @@ def test_a_journal_that_cannot_be_written_stops_the_run_without_hanging(tmp_path
     assert all("journal" in r.reason for r in result.results[2:])
     assert any("journal write failed" in w for w in result.warnings)
     assert all(cloud.hosts_of(f"r{i}") == ["a"] for i in range(2, 6))  # nothing written blind
+
+
+def test_a_plan_with_unplaceable_routers_runs_the_rest_and_exits_1(tmp_path: Path) -> None:
+    cloud = evac_cloud(3)
+    unplaceable = (Unplaceable("r2", "every target is at --max-routers-per-agent"),)
+    plan = replace(evac_plan(2), unplaceable=unplaceable)
+    result, journal, _ = run(cloud, plan, tmp_path)
+    assert [r.outcome for r in result.results] == [MoveOutcome.MOVED] * 2
+    assert result.unplaced == unplaceable
+    assert not result.ok and result.exit_code == 1
+    assert result.counts()["unplaced"] == 1
+    assert result.summary()["unplaced"] == [
+        {"router": "r2", "reason": "every target is at --max-routers-per-agent"}
+    ]
+    assert cloud.hosts_of("r2") == ["a"]  # still on the dead agent: that is why it fails
+    assert journal.operation(result.operation_id or 0).status is OperationStatus.FAILED
+    dry = Executor(cloud, None, ManualClock(), ExecutorOptions(dry_run=True)).run(plan)
+    assert dry.unplaced == unplaceable and dry.exit_code == 1

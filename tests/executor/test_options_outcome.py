@@ -1,14 +1,19 @@
-"""Executor options reject nonsense in one line; results summarise and serialise cleanly."""
+"""Executor options reject nonsense in one line; results summarise and serialise cleanly.
+
+A router the plan could not place is part of the result: listed with its
+reason, counted as "unplaced", and the run is not ok (exit code 1).
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from l3ha.errors import BadInputError
 from l3ha.executor import ExecutorOptions, MoveOutcome, MoveResult, RunResult
-from l3ha.model import Move, MoveKind
+from l3ha.model import Move, MoveKind, Unplaceable
 
 
 @pytest.mark.parametrize(
@@ -63,3 +68,14 @@ def test_summary_is_plain_data() -> None:
     assert summary["failed"] == [{"router": "r2", "outcome": "unhosted", "reason": "why 2"}]
     rows = [r.as_row() for r in result.results]
     assert json.loads(json.dumps(rows))[1]["pending_ports"] == ["p1"]
+
+
+def test_unplaced_routers_fail_the_run_and_are_listed_with_their_reasons() -> None:
+    unplaced = (Unplaceable("r9", "no eligible agent in AZ nova-2"),)
+    result = replace(result_of(MoveOutcome.MOVED), unplaced=unplaced)
+    assert not result.ok and result.exit_code == 1
+    summary = json.loads(json.dumps(result.summary()))
+    assert summary["unplaced"] == [{"router": "r9", "reason": "no eligible agent in AZ nova-2"}]
+    assert summary["counts"]["unplaced"] == 1 and summary["counts"]["moved"] == 1
+    assert {"outcome": "unplaced", "routers": 1} in result.summary_rows()
+    assert result_of(MoveOutcome.MOVED).counts()["unplaced"] == 0

@@ -1,10 +1,20 @@
-"""The executor's budgets: token bucket and per-target in-flight slots, on a ManualClock."""
+"""The executor's budgets: token bucket and per-target in-flight slots, on a ManualClock.
+
+``--rate R`` gets a bucket of ``max(1, ceil(R))``: after the first second no
+more than R moves start per second (a fixed burst of 10 let ``--rate 1``
+start ten moves at once).
+"""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import pytest
+from tests.executor.memcloud_executor import evac_cloud, evac_plan, run
 
 from l3ha.clock import ManualClock
+from l3ha.executor import ExecutorOptions, MoveOutcome
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
 
 
@@ -79,3 +89,45 @@ def test_no_limit_means_always_room() -> None:
     assert all(slots.try_acquire("a") for _ in range(100))
     with pytest.raises(ValueError):
         TargetSlots(limit=0)
+
+
+@pytest.mark.parametrize(("rate", "burst"), [(1.0, 1), (2.5, 3), (8.0, 8), (0.5, 1), (None, 1)])
+def test_burst_defaults_to_the_rate_rounded_up(rate: float | None, burst: int) -> None:
+    assert ExecutorOptions(rate=rate).bucket_burst == burst
+    assert ExecutorOptions(rate=rate, burst=4).bucket_burst == 4  # given: used as is
+
+
+def greedy_starts(rate: float, burst: int, seconds: float) -> list[float]:
+    """When a dispatcher that starts a move whenever it may would start them."""
+    clock = ManualClock(monotonic_start=0.0)
+    bucket = TokenBucket(rate, burst, clock)
+    starts: list[float] = []
+    while clock.monotonic() < seconds:
+        if bucket.try_take():
+            starts.append(clock.monotonic())
+        else:
+            clock.sleep(max(bucket.wait_time(), 1e-3))
+    return starts
+
+
+@pytest.mark.parametrize("rate", [1.0, 2.5, 8.0])
+def test_with_the_default_burst_at_most_rate_starts_per_second_after_the_first(
+    rate: float,
+) -> None:
+    burst = ExecutorOptions(rate=rate).bucket_burst  # what `--rate` gets without --burst
+    starts = greedy_starts(rate, burst, 20.0)
+    for second in range(1, 20):
+        in_window = [t for t in starts if second <= t < second + 1 - 1e-9]
+        assert len(in_window) <= math.ceil(rate), (second, in_window)
+    for horizon in (1.0, 5.0, 19.0):
+        started = sum(1 for t in starts if t < horizon - 1e-9)
+        assert started <= math.ceil(rate) + rate * horizon + 1e-9  # at once: ceil(rate)
+    assert len(starts) >= rate * 19  # and it does keep the rate
+
+
+def test_rate_one_starts_one_move_per_second_not_ten_at_once(tmp_path: Path) -> None:
+    cloud = evac_cloud(6)
+    result, _, clock = run(cloud, evac_plan(6), tmp_path, rate=1.0, wait_ports=False)
+    assert all(r.outcome is MoveOutcome.MOVED for r in result.results)
+    elapsed = clock.monotonic() - 1000.0
+    assert 5.0 - 1e-6 <= elapsed <= 5.5  # starts at 0, 1, ... 5 s (the old burst of 10: 0 s)

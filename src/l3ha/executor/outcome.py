@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from l3ha.model import Move
+from l3ha.model import Move, Unplaceable
 
 
 class MoveOutcome(StrEnum):
@@ -24,6 +24,8 @@ class MoveOutcome(StrEnum):
 
 #: Outcomes that make an action command exit 1.
 BAD_OUTCOMES = frozenset({MoveOutcome.FAILED, MoveOutcome.UNHOSTED, MoveOutcome.ROLLED_BACK})
+#: The count key of routers the plan could not place (they have no move, so no MoveOutcome).
+UNPLACED = "unplaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,12 @@ class MoveResult:
 
 @dataclass(frozen=True)
 class RunResult:
-    """Every move's outcome, in plan order, and the journal's operation id."""
+    """Every move's outcome, in plan order, and the journal's operation id.
+
+    ``unplaced``: routers the plan could not place, with the planner's reason;
+    they were not moved (an evacuated one stays on its dead agent), so any of
+    them makes the run not ``ok`` (exit code 1).
+    """
 
     action: str
     results: tuple[MoveResult, ...]
@@ -66,26 +73,29 @@ class RunResult:
     dry_run: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    unplaced: tuple[Unplaceable, ...] = field(default_factory=tuple)
 
     def counts(self) -> Mapping[str, int]:
-        """Number of moves per outcome (every outcome listed, zeros included)."""
+        """Routers per outcome (every outcome listed, zeros included), plus ``unplaced``."""
         counted = Counter(r.outcome for r in self.results)
-        return {o.value: counted.get(o, 0) for o in MoveOutcome}
+        counts = {o.value: counted.get(o, 0) for o in MoveOutcome}
+        counts[UNPLACED] = len(self.unplaced)
+        return counts
 
     def with_outcome(self, outcome: MoveOutcome) -> tuple[MoveResult, ...]:
         return tuple(r for r in self.results if r.outcome is outcome)
 
     @property
     def ok(self) -> bool:
-        """No move failed, rolled back or left a router unhosted."""
-        return not any(r.outcome in BAD_OUTCOMES for r in self.results)
+        """No move failed, rolled back or left a router unhosted; no router unplaced."""
+        return not self.unplaced and not any(r.outcome in BAD_OUTCOMES for r in self.results)
 
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else 1
 
     def summary(self) -> dict[str, object]:
-        """Counts plus the details an operator must read (failed, pending, unhosted)."""
+        """Counts plus the details an operator must read (failed, pending, unhosted, unplaced)."""
         return {
             "action": self.action,
             "operation": self.operation_id,
@@ -99,11 +109,12 @@ class RunResult:
             ],
             "skipped": [_brief(r) for r in self.with_outcome(MoveOutcome.SKIPPED)],
             "unhosted": [r.router_id for r in self.with_outcome(MoveOutcome.UNHOSTED)],
+            UNPLACED: [{"router": u.router_id, "reason": u.reason} for u in self.unplaced],
             "warnings": list(self.warnings),
         }
 
     def summary_rows(self) -> list[dict[str, object]]:
-        """One row per outcome with its count, for the summary table."""
+        """One row per outcome with its count (``unplaced`` included), for the summary table."""
         return [{"outcome": k, "routers": v} for k, v in self.counts().items() if v]
 
 

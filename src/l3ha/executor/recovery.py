@@ -7,7 +7,8 @@ without an outcome is judged by where its router is *now*:
 - on its target (or, for a removed replica, gone from its source): done;
 - hosted anywhere else: left alone (reported; a new plan may move it);
 - hosted nowhere: bound to the planned target if it is eligible, else to
-  another eligible agent, else back to its source if that is alive, else
+  another eligible agent, else back to its source if that is usable (alive
+  and enabled), else
   reported loudly as unhosted.
 """
 

@@ -6,7 +6,12 @@ whose router still has an earlier move running), at most ``concurrency``
 writing at once, no faster than the token bucket allows. Each move's writes
 are in ``l3ha.executor.steps``; waiting for ports is in
 ``l3ha.executor.ports`` and holds no write slot. A canary batch runs first;
-then, for evacuations, the sources are re-checked before the rest.
+then, for evacuations (and repairs), the sources are re-checked before the
+rest: once a source is usable again (alive AND enabled) its remaining moves,
+replica additions and replica removals are skipped. A move that ends with an
+unexpected error or with its router on no agent goes through
+``l3ha.executor.salvage`` before it is reported. Routers the plan could not
+place are carried into ``RunResult.unplaced`` (the run is then not ok).
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.executor.ports import PortWaiter
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
-from l3ha.executor.steps import MoveWriter, SourceWatch, Written
+from l3ha.executor.salvage import salvage
+from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
 from l3ha.journal import Journal, OperationStatus
 from l3ha.model import Move, MoveKind, Plan
 
 log = logging.getLogger(__name__)
 
-#: Operation kinds whose moves require the source agent to be dead (rule 5).
-SOURCE_MUST_BE_DEAD = frozenset({"evacuate"})
+#: Operation kinds whose sources must stay unusable (dead or disabled): a move
+#: of a source that is alive and enabled again is skipped (rule 5).
+SOURCE_MUST_BE_DEAD = frozenset({"evacuate", "repair", "ha-repair"})
+#: Move kinds that are skipped once their source is usable again.
+_SOURCE_CHECKED = frozenset({MoveKind.MOVE, MoveKind.ADD_REPLICA, MoveKind.REMOVE_REPLICA})
 #: Outcomes after which a later REMOVE_REPLICA of the same router may run.
 _ADD_CONFIRMED = frozenset({MoveOutcome.MOVED, MoveOutcome.PENDING, MoveOutcome.SKIPPED})
 
@@ -86,7 +95,13 @@ class Executor:
         args: Mapping[str, object] | None = None,
         require_dead_source: bool | None = None,
     ) -> RunResult:
-        """Execute ``plan``; every move gets a result, in plan order."""
+        """Execute ``plan``; every move gets a result, in plan order.
+
+        ``require_dead_source``: skip the moves of a source that is usable
+        (alive and enabled) again; ``None`` decides by the operation kind
+        (``SOURCE_MUST_BE_DEAD``), ``False`` for ``evacuate --force``. The
+        plan's unplaceable routers are carried in ``RunResult.unplaced``.
+        """
         kind = operation_kind or plan.action
         warnings = tuple(plan.warnings) + tuple(
             f"router {u.router_id} not placed: {u.reason}" for u in plan.unplaceable
@@ -95,7 +110,7 @@ class Executor:
             results = tuple(
                 MoveResult(m, MoveOutcome.PLANNED, m.reason, target=m.target) for m in plan.moves
             )
-            return RunResult(kind, results, None, True, warnings)
+            return RunResult(kind, results, None, True, warnings, unplaced=plan.unplaceable)
         if self.journal is None:
             raise BadInputError("the executor needs a journal unless it is a dry run")
         must_be_dead = (
@@ -139,7 +154,7 @@ class _Run:
         self.state = _State()
         self.sources = SourceWatch(must_be_dead)
         self.writer = MoveWriter(executor.cloud, journal, self.clock, self.opts, self.sources)
-        self.bucket = TokenBucket(self.opts.rate, self.opts.burst, self.clock)
+        self.bucket = TokenBucket(self.opts.rate, self.opts.bucket_burst, self.clock)
         self.slots = TargetSlots(self.opts.per_target_inflight)
 
     # --- the whole run -----------------------------------------------------
@@ -177,7 +192,13 @@ class _Run:
                 waiter.close()
         results = tuple(i.result for i in self.items if i.result is not None)
         result = RunResult(
-            self.kind, results, op_id, False, warnings, self.clock.monotonic() - started
+            self.kind,
+            results,
+            op_id,
+            False,
+            warnings,
+            self.clock.monotonic() - started,
+            self.plan.unplaceable,
         )
         journal_error = self.state.journal_error or self.writer.journal_error
         if journal_error:
@@ -216,7 +237,7 @@ class _Run:
                 if self.state.journal_error:
                     revived, remaining = remaining, []
                 else:
-                    revived = [i for i in remaining if self._source_revived(i)]
+                    revived = self._revived(remaining)
                 remaining = [i for i in remaining if i.result is None and i not in revived]
                 if not remaining and not revived and all(i.result is not None for i in items):
                     return
@@ -227,13 +248,11 @@ class _Run:
                     self._claim(item)
                 elif item is None and not revived:
                     self.state.cond.wait(timeout=0.2)
-            why = (
-                f"not started: the journal cannot be written ({self.state.journal_error})"
-                if self.state.journal_error
-                else "source agent is alive again; not moved"
-            )
             for skipped in revived:
-                self._finish(skipped, MoveResult(skipped.move, MoveOutcome.SKIPPED, why))
+                self._finish(
+                    skipped,
+                    MoveResult(skipped.move, MoveOutcome.SKIPPED, self._why_skipped(skipped)),
+                )
             if item is None:
                 continue
             if not claimed:
@@ -241,17 +260,47 @@ class _Run:
                 continue
             pool.submit(self._work, item, waiter)
 
-    def _source_revived(self, item: _Item) -> bool:
-        return item.move.kind is MoveKind.MOVE and self.sources.revived(item.move.source)
+    def _revived(self, remaining: list[_Item]) -> list[_Item]:
+        """Not-started moves whose source is usable again (none while the router is busy)."""
+        return [
+            i
+            for i in remaining
+            if i.move.kind in _SOURCE_CHECKED
+            and i.move.router_id not in self.state.busy_routers
+            and self.sources.revived(i.move.source)
+        ]
+
+    def _why_skipped(self, item: _Item) -> str:
+        if self.state.journal_error:
+            return f"not started: the journal cannot be written ({self.state.journal_error})"
+        if item.move.kind is MoveKind.MOVE:
+            return f"{SOURCE_BACK}; not moved"
+        if item.move.kind is MoveKind.ADD_REPLICA:
+            return f"{SOURCE_BACK}; its replica is kept, none added"
+        added = [
+            e.result.target or e.move.target or "?"
+            for e in self.items[: item.index]
+            if e.move.router_id == item.move.router_id
+            and e.move.kind is MoveKind.ADD_REPLICA
+            and e.result is not None
+            and e.result.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
+        ]
+        if added:
+            return f"{SOURCE_BACK}: its replica is kept next to the new one on {', '.join(added)}"
+        return f"{SOURCE_BACK}; its replica is kept"
 
     def _next_startable(self, remaining: list[_Item]) -> _Item | None:
+        """The first move that may start now; a router's moves start in plan order."""
         if self.state.writing >= self.opts.concurrency:
             return None
+        held: set[str] = set()  # routers with an earlier move not startable yet
         for item in remaining:
-            if item.move.router_id in self.state.busy_routers:
+            router = item.move.router_id
+            if router in self.state.busy_routers or router in held:
                 continue
             if item.move.target is None or self.slots.has_room(item.move.target):
                 return item
+            held.add(router)
         return None
 
     def _claim(self, item: _Item) -> None:
@@ -266,6 +315,8 @@ class _Run:
     def _work(self, item: _Item, waiter: PortWaiter | None) -> None:
         try:
             outcome = self._write(item)
+            if isinstance(outcome, MoveResult) and outcome.outcome is MoveOutcome.UNHOSTED:
+                outcome = self._salvage(item, outcome.reason.removeprefix(NO_AGENT))
         except Exception as exc:  # a bug or an unexpected error: never leave it silent
             log.exception("move of router %s failed unexpectedly", item.move.router_id)
             outcome = self._salvage(item, exc)
@@ -298,6 +349,11 @@ class _Run:
             return blocked
         candidates = candidate_list(item.move, self.fallbacks)
         return self.writer.perform(item.move, item.move_id, candidates)
+
+    def _salvage(self, item: _Item, error: object) -> MoveResult | Written:
+        """Read the router back and re-bind it if it has no agent (``l3ha.executor.salvage``)."""
+        candidates = candidate_list(item.move, self.fallbacks)
+        return salvage(self.writer, item.move, item.move_id, candidates, error)
 
     def _blocked_by_earlier(self, item: _Item) -> MoveResult | None:
         """REMOVE_REPLICA runs only after the same router's ADD_REPLICA is read back."""
@@ -336,26 +392,6 @@ class _Run:
             waiting,
             written.attempts,
         )
-
-    def _salvage(self, item: _Item, exc: Exception) -> MoveResult:
-        """After an unexpected error: report from the router's actual state."""
-        move = item.move
-        try:
-            hosting = self.writer.hosting(move.router_id)
-        except Exception as read_exc:
-            return MoveResult(
-                move, MoveOutcome.FAILED, f"{exc}; its bindings could not be read: {read_exc}"
-            )
-        where = ", ".join(sorted(hosting)) or "no agent"
-        if not hosting and move.kind in (MoveKind.MOVE, MoveKind.BIND):
-            return MoveResult(move, MoveOutcome.UNHOSTED, f"ROUTER HAS NO AGENT: {exc}")
-        if move.target in hosting and (
-            move.kind is not MoveKind.MOVE or move.source not in hosting
-        ):
-            return MoveResult(
-                move, MoveOutcome.MOVED, f"on the target, not waited for: {exc}", move.target
-            )
-        return MoveResult(move, MoveOutcome.FAILED, f"{exc} (hosted by {where})")
 
     def _journal_outcome(self, item: _Item, result: MoveResult) -> None:
         if self.state.journal_error or self.writer.journal_error:

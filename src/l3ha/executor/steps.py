@@ -17,13 +17,18 @@ from typing import TypeVar
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.errors import ApiNotFoundError, L3haError, NotFoundError
-from l3ha.executor.candidates import why_not
+from l3ha.executor.candidates import is_usable, why_not
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.journal import Journal, MoveStep
 from l3ha.model import Agent, Move, MoveKind
 
 T = TypeVar("T")
+
+#: How every reason of a router left without an agent starts (operators grep for it).
+NO_AGENT = "ROUTER HAS NO AGENT: "
+#: Why a move of an evacuation stops: its source is usable again (rule 5).
+SOURCE_BACK = "source agent is alive again and enabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +46,12 @@ class RouterGoneError(Exception):
 
 
 class SourceWatch:
-    """Sources seen alive again during an evacuation: their routers stay put.
+    """Sources seen usable again during an evacuation: their routers stay put.
 
-    Thread-safe. When ``require_dead`` is false (drain, migrate, rebalance)
-    a live source is expected and nothing is ever marked.
+    Usable means alive AND admin-up: a live but disabled agent has torn its
+    routers down (NEUTRON.md), so its routers must still move. Thread-safe.
+    When ``require_dead`` is false (drain, migrate, rebalance, ``--force``)
+    a usable source is expected and nothing is ever marked.
     """
 
     def __init__(self, require_dead: bool) -> None:
@@ -139,13 +146,14 @@ class MoveWriter:
     # --- source re-check (rule 5) ------------------------------------------
 
     def source_came_back(self, source: str | None) -> bool:
-        """For evacuations: re-read the source; True (and remembered) when it is alive."""
+        """For evacuations: re-read the source; True (and remembered) when it is usable
+        again, i.e. alive AND enabled (a live, disabled source still needs emptying)."""
         if not self.sources.require_dead or source is None:
             return False
         if self.sources.revived(source):
             return True
         agent = self.agent(source)
-        if agent is not None and agent.alive:
+        if agent is not None and is_usable(agent):
             self.sources.mark_revived(agent.id, agent.host)
             return True
         return False
@@ -219,7 +227,7 @@ class MoveWriter:
 
     def _move(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
         if self.source_came_back(move.source):
-            return MoveResult(move, MoveOutcome.SKIPPED, "source agent is alive again; not moved")
+            return MoveResult(move, MoveOutcome.SKIPPED, f"{SOURCE_BACK}; not moved")
         hosting = self.hosting(move.router_id)
         if move.source not in hosting:
             if hosting:
@@ -272,13 +280,13 @@ class MoveWriter:
         return MoveResult(
             move,
             MoveOutcome.UNHOSTED,
-            f"ROUTER HAS NO AGENT: {why}; the source is not alive or refused it",
+            f"{NO_AGENT}{why}; the source is dead, disabled or refused it",
         )
 
     def rollback_to_source(self, move: Move, move_id: int) -> str | None:
-        """Bind the router back to its source when that is alive; its id, or None."""
+        """Bind the router back to its source when that is usable; its id, or None."""
         source = self.agent(move.source) if move.source else None
-        if source is None or not source.alive:
+        if source is None or not is_usable(source):
             return None
         self.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
         with contextlib.suppress(L3haError):  # judged by reading back below
@@ -302,10 +310,14 @@ class MoveWriter:
             move_id,
             candidates,
             MoveOutcome.UNHOSTED,
-            ("ROUTER HAS NO AGENT: no eligible target", "ROUTER HAS NO AGENT: no target took it"),
+            (f"{NO_AGENT}no eligible target", f"{NO_AGENT}no target took it"),
         )
 
     def _add_replica(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        if self.source_came_back(move.source):
+            return MoveResult(
+                move, MoveOutcome.SKIPPED, f"{SOURCE_BACK}; its replica is kept, none added"
+            )
         hosting = self.hosting(move.router_id)
         if move.target in hosting:
             return MoveResult(
@@ -343,11 +355,18 @@ class MoveWriter:
         source = move.source
         if source is None or source not in hosting:
             return MoveResult(move, MoveOutcome.SKIPPED, "replica already gone")
-        if not hosting - {source}:
+        others = hosting - {source}
+        if not others:
             return MoveResult(
                 move,
                 MoveOutcome.FAILED,
                 "refused: it is the router's only binding (make-before-break)",
+            )
+        if self.source_came_back(source):  # re-read right before the write
+            return MoveResult(
+                move,
+                MoveOutcome.SKIPPED,
+                f"{SOURCE_BACK}: its replica is kept next to {', '.join(sorted(others))}",
             )
         self.step(move_id, MoveStep.INTENT)
         try:
