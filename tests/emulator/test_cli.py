@@ -124,3 +124,54 @@ def test_fault_without_emulator_is_an_error(env: dict[str, str]) -> None:
     assert done.stderr.startswith("l3ha: error: emulator at http://127.0.0.1:9/ not reachable")
     done = run([*L3HA, "emulator", "fault", "kill-agent", "net-1", "--os-cloud", "nope"], env)
     assert done.returncode == 2 and "no clouds.yaml entry 'nope'" in done.stderr
+
+
+def test_fault_with_a_malformed_url_is_a_one_line_error(env: dict[str, str]) -> None:
+    for url in ("notaurl", "http://127.0.0.1:notaport/"):
+        done = run([*L3HA, "emulator", "fault", "--url", url, "kill-agent", "net-1"], env)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("l3ha: error: emulator URL"), done.stderr
+
+
+@pytest.mark.parametrize("content", ["clouds: [1]\n", "clouds: {x: [1]}\n",
+                                     "clouds: {x: {auth: 3}}\n"])
+def test_fault_with_a_malformed_clouds_yaml_is_a_one_line_error(
+    env: dict[str, str], tmp_path: Path, content: str
+) -> None:
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(content)
+    env = {**env, "OS_CLIENT_CONFIG_FILE": str(clouds)}
+    done = run([*L3HA, "emulator", "fault", "--os-cloud", "x", "kill-agent", "net-1"], env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("l3ha: error:"), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_non_finite_fault_and_serve_values_are_rejected(env: dict[str, str]) -> None:
+    done = run([*L3HA, "emulator", "fault", "--url", "http://127.0.0.1:9/", "broker-outage",
+                "nan"], env)
+    assert done.returncode == 2 and "finite" in done.stderr, done.stderr
+    for option in ("--report-interval", "--agent-down-time", "--router-base-time"):
+        done = run([*L3HA, "emulator", "serve", "--port", "0", option, "nan"], env)
+        assert done.returncode == 2 and "finite" in done.stderr, done.stderr
+
+
+def test_serve_warns_once_when_agents_would_flap(env: dict[str, str]) -> None:
+    proc = subprocess.Popen([*L3HA, "emulator", "serve", "--port", "0", "--agents", "1",
+                             "--routers", "1", "--report-interval", "100",
+                             "--agent-down-time", "10"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("http://127.0.0.1:")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        lines = proc.stderr.read().strip().splitlines()
+        assert lines[-1] == "l3ha: emulator stopped"
+        assert len(lines) == 2 and "would flap" in lines[0], lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

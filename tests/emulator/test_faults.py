@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 from pathlib import Path
 
@@ -76,3 +78,36 @@ def test_bad_scenarios_name_the_problem(tmp_path: Path) -> None:
     bad.write_text("{not: a list}")
     with pytest.raises(FaultError, match="a scenario is a list"):
         load_scenario(bad)
+
+
+@pytest.mark.parametrize("words", [["broker-outage", "nan"], ["mgmt-partition", "net-1", "inf"],
+                                   ["api-latency", "-inf"], ["slow-agent", "net-1", "nan"],
+                                   ["api-errors", "nan", "500"]])
+def test_non_finite_fault_values_are_rejected(words: list[str]) -> None:
+    with pytest.raises(FaultError, match="finite"):
+        fault_from_words(words)
+
+
+def test_non_finite_scenario_values_are_rejected(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {at: .inf, fault: kill-agent, host: net-1}\n")
+    with pytest.raises(FaultError, match="step 1: at must be a finite number"):
+        load_scenario(bad)
+    bad.write_text("- {at: 1, fault: broker-outage, seconds: .nan}\n")
+    with pytest.raises(FaultError, match="step 1: broker-outage: seconds must be a finite"):
+        load_scenario(bad)
+
+
+def test_client_hanging_up_early_prints_no_traceback(
+    small: Emulator, api: Http, capfd: pytest.CaptureFixture[str]
+) -> None:
+    small.api_latency(100)
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", small.port), timeout=5) as sock:
+            sock.sendall(b"GET /v2.0/routers HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.4)  # real time: the server answers after its 100 ms latency
+    small.api_latency(0)
+    assert api.get("/v2.0/routers")[0] == 200
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error" not in err, err

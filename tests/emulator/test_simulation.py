@@ -225,3 +225,23 @@ def test_restarting_a_healthy_agent_keeps_forwarding(small: Emulator, api: Http)
     assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is False
     small.advance(5)
     assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is True
+
+
+def test_agents_built_overloaded_do_not_forward(clock: ManualClock) -> None:
+    with make(clock, agents=2, routers=10, busy=6, agent_capacity=25, seed=5) as emu:
+        weights = {a.host: a.weight for a in emu.world.agents.values()}
+        assert all(w > 25 for w in weights.values()), weights
+        assert not any(d["reachable"] for d in emu.dataplane().values())
+
+
+def test_binding_change_rechecks_an_overloaded_agent(clock: ManualClock) -> None:
+    with make(clock, agents=2, routers=4, busy=4, agent_capacity=15) as emu:
+        api = Http(emu)
+        net1 = emu.world.agents_by_host["net-1"]
+        assert net1.weight == 20
+        first, second = sorted(net1.routers)
+        assert not emu.dataplane()[second]["reachable"]
+        path = f"/v2.0/agents/{api.agent_id('net-1')}/l3-routers/{first}"
+        assert api.call("DELETE", path)[0] == 204
+        assert net1.weight == 10
+        assert emu.dataplane()[second]["reachable"] is True

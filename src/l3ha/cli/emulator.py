@@ -9,6 +9,8 @@ Keystone ``auth_url``) of a clouds.yaml entry named by ``--os-cloud``/``OS_CLOUD
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
 import json
 import os
 import signal
@@ -16,14 +18,24 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from l3ha.cli.argtypes import finite_float, positive_float
 from l3ha.errors import BadInputError, ConfigError, UnreachableError, UserError
 
 DEFAULT_CLOUD = "l3ha-emulator"
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number of at least 0 (argparse type)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -78,14 +90,14 @@ def _register_serve(sub: Any) -> None:
     p.add_argument(
         "--report-interval",
         metavar="S",
-        type=float,
+        type=positive_float,
         default=30.0,
         help="agent heartbeat interval in seconds (default 30)",
     )
     p.add_argument(
         "--agent-down-time",
         metavar="S",
-        type=float,
+        type=positive_float,
         default=75.0,
         help="heartbeat age after which an agent is dead (default 75)",
     )
@@ -120,14 +132,14 @@ def _register_serve(sub: Any) -> None:
     p.add_argument(
         "--router-base-time",
         metavar="S",
-        type=float,
+        type=non_negative_float,
         default=1.5,
         help="seconds an agent needs per router, plus 0.25 s per port (default 1.5)",
     )
     p.add_argument(
         "--router-port-time",
         metavar="S",
-        type=float,
+        type=non_negative_float,
         default=0.25,
         help="extra seconds per router port (default 0.25)",
     )
@@ -141,7 +153,7 @@ def _register_serve(sub: Any) -> None:
     p.add_argument(
         "--ha-takeover-time",
         metavar="S",
-        type=float,
+        type=non_negative_float,
         default=7.0,
         help="seconds before a standby replica takes over (default 7)",
     )
@@ -211,6 +223,8 @@ def _config(args: argparse.Namespace) -> Any:
         cfg.validate()
     except ValueError as err:
         raise BadInputError(str(err).replace("_", "-")) from None
+    for note in cfg.warnings():
+        sys.stderr.write(f"l3ha: warning: {note.replace('_', '-')}\n")
     return cfg
 
 
@@ -239,28 +253,30 @@ def serve(args: argparse.Namespace) -> int:
             except FaultError as err:
                 raise BadInputError(f"scenario: {err.message}") from None
         path = emu.write_clouds_yaml(args.clouds_yaml or default_clouds_path())
-        print(emu.url)
-        print(f"clouds.yaml: {path}")
-        print(f"export OS_CLIENT_CONFIG_FILE={path} OS_CLOUD={DEFAULT_CLOUD}", flush=True)
-        _wait_for_signal()
+        with _stop_signals() as stop:  # installed before the URL is out: no early-signal race
+            print(emu.url)
+            print(f"clouds.yaml: {path}")
+            print(f"export OS_CLIENT_CONFIG_FILE={path} OS_CLOUD={DEFAULT_CLOUD}", flush=True)
+            while not stop.wait(0.5):
+                pass
+        sys.stderr.write("l3ha: emulator stopped\n")
     finally:
         emu.stop()
     return 0
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGTERM or SIGINT (also when SIGINT was inherited as ignored)."""
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT (also when SIGINT was inherited as ignored)."""
     done = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)
     }
     try:
-        while not done.wait(0.5):
-            pass
+        yield done
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    sys.stderr.write("l3ha: emulator stopped\n")
 
 
 # --- fault ------------------------------------------------------------------------
@@ -288,12 +304,18 @@ def url_from_clouds(name: str) -> str:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as err:
             raise ConfigError(f"cannot read {path}: {err}") from None
-        entry = (data.get("clouds") or {}).get(name) if isinstance(data, dict) else None
-        if not isinstance(entry, dict):
+        clouds = data.get("clouds") if isinstance(data, dict) else None
+        if clouds is not None and not isinstance(clouds, dict):
+            raise ConfigError(f"{path}: 'clouds' must be a mapping of cloud names to settings")
+        entry = (clouds or {}).get(name)
+        if entry is None:
             continue
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: cloud {name!r} must be a mapping of settings")
         if entry.get("network_endpoint_override"):
             return str(entry["network_endpoint_override"])
-        auth_url = str((entry.get("auth") or {}).get("auth_url") or "")
+        auth = entry.get("auth")
+        auth_url = str((auth if isinstance(auth, dict) else {}).get("auth_url") or "")
         if "/identity" in auth_url:
             return auth_url.split("/identity", maxsplit=1)[0] + "/"
         raise ConfigError(f"cloud {name!r} in {path} does not point at an emulator")
@@ -313,13 +335,22 @@ def fault(args: argparse.Namespace) -> int:
         raise BadInputError(err.message) from None
     url = args.url or url_from_clouds(args.os_cloud or os.environ.get("OS_CLOUD") or DEFAULT_CLOUD)
     body = json.dumps({"fault": parsed.kind, **parsed.args}).encode()
-    request = urllib.request.Request(
-        url.rstrip("/") + "/_emulator/faults",
-        data=body,
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+    result = _post_fault(url, body)
+    print(" ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
+
+
+def _post_fault(url: str, body: bytes) -> dict[str, Any]:
+    """POST ``body`` to the emulator's fault endpoint; its JSON answer as a dict."""
+    if not url.startswith(("http://", "https://")):
+        raise BadInputError(f"emulator URL {url!r} is not an http:// or https:// URL")
     try:
+        request = urllib.request.Request(
+            url.rstrip("/") + "/_emulator/faults",
+            data=body,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             result = json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as err:
@@ -327,8 +358,13 @@ def fault(args: argparse.Namespace) -> int:
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
         raise UnreachableError(f"emulator at {url} not reachable: {reason}") from None
-    print(" ".join(f"{k}={v}" for k, v in result.items()))
-    return 0
+    except json.JSONDecodeError:
+        raise UnreachableError(f"emulator at {url} answered something that is not JSON") from None
+    except (ValueError, http.client.InvalidURL) as err:  # a malformed URL (bad port, ...)
+        raise BadInputError(f"emulator URL {url!r}: {err}") from None
+    if not isinstance(result, dict):
+        raise UnreachableError(f"emulator at {url} answered something that is not a fault result")
+    return result
 
 
 def _error_message(err: urllib.error.HTTPError) -> str:

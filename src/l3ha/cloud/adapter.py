@@ -1,6 +1,7 @@
 """The openstacksdk adapter: l3ha's ``Cloud`` over Neutron. I/O: HTTP to Neutron and Keystone.
 
-This is the only module of l3ha that imports ``openstack`` / ``keystoneauth1``.
+Only this module and its helpers ``l3ha.cloud.sdk_errors`` /
+``l3ha.cloud.config_problems`` import ``openstack`` / ``keystoneauth1``.
 openstacksdk does the configuration (clouds.yaml, ``OS_*`` variables), the
 authentication and the endpoint discovery; every Neutron call then goes through
 its authenticated network proxy as a plain HTTP request whose status we check
@@ -11,8 +12,11 @@ every change is read back (``routers/{R}/l3-agents`` or the agent) before a
 write returns.
 
 SDK, keystoneauth and requests exceptions become ``l3ha.errors`` in one place,
-``_translated``; the status table is ``l3ha.cloud.translate.error_for_status``.
-No token or password is ever logged or put in a message.
+``_translated`` (``sdk_errors.translate_exception``); the status table is
+``l3ha.cloud.translate.error_for_status``. Reads (GET, discovery) are retried
+on retryable errors with a short backoff; writes are sent once. ``connect``
+checks the cloud within an overall deadline. No token or password is ever
+logged or put in a message.
 """
 
 from __future__ import annotations
@@ -28,13 +32,13 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import openstack
-import openstack.exceptions as sdk_exc
-import requests
 from keystoneauth1 import exceptions as ksa_exc
 
 from l3ha.clock import Clock, SystemClock
 from l3ha.cloud import translate
 from l3ha.cloud.base import Cloud, PortState
+from l3ha.cloud.config_problems import open_error, quiet_libraries, skipped_config_files
+from l3ha.cloud.sdk_errors import as_retried, run_with_deadline, translate_exception
 from l3ha.errors import (
     ApiNotFoundError,
     ApiTimeoutError,
@@ -44,6 +48,7 @@ from l3ha.errors import (
     L3haError,
     NotFoundError,
     ReadBackError,
+    ServerError,
     UnreachableError,
 )
 from l3ha.model import Agent, Binding, Router, Snapshot
@@ -52,7 +57,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_WORKERS = 8
-_QUIET_LIBRARIES = ("keystoneauth", "openstack", "urllib3", "stevedore")
+#: Extra attempts of an idempotent read (GET, discovery) after a retryable error.
+READ_RETRIES = 4
+#: First pause between read attempts in seconds; doubled each time, capped at ``MAX_BACKOFF``.
+FIRST_BACKOFF = 0.1
+MAX_BACKOFF = 1.0
+#: ``connect``/``check`` as a whole may take this many api timeouts (then: one-line error).
+CONNECT_DEADLINE_TIMEOUTS = 2.0
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -128,7 +139,10 @@ class NeutronCloud:
             return translate_exception(exc, where)
         if resp.status_code >= 400:
             return translate.error_for_status(resp.status_code, f"{where}: version discovery")
-        return CloudError(f"{where}: no Neutron version document at {translate.safe_url(url)}")
+        return ServerError(
+            f"{where}: version discovery failed, but {translate.safe_url(url)} answers "
+            f"HTTP {resp.status_code} now"
+        )
 
     def _request(
         self,
@@ -139,7 +153,23 @@ class NeutronCloud:
         body: Mapping[str, Any] | None = None,
         params: Sequence[tuple[str, str]] | None = None,
     ) -> Any:
-        """One Neutron call; returns the decoded JSON (``None`` for empty bodies)."""
+        """One Neutron call; returns the decoded JSON (``None`` for empty bodies).
+
+        GETs are retried on retryable errors (see ``_retrying``); writes are
+        sent once: their retries belong to the executor, which reads back first.
+        """
+        if method == "GET":
+            return self._retrying(lambda: self._request_once(method, path, what, body, params))
+        return self._request_once(method, path, what, body, params)
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        body: Mapping[str, Any] | None,
+        params: Sequence[tuple[str, str]] | None,
+    ) -> Any:
         with self._translated(what):
             resp = self._conn.network.request(
                 path, method, json=body, params=params, raise_exc=False, timeout=self._timeout
@@ -185,9 +215,51 @@ class NeutronCloud:
                 failed[0].result()
             return [f.result() for f in futures]
 
+    def _retrying(self, call: Callable[[], T]) -> T:
+        """``call()``, again after a short pause while it fails with a retryable error.
+
+        Only for idempotent calls. A timeout is retried once (each costs a whole
+        api timeout). The error that remains says it was temporary and how often
+        it was retried.
+        """
+        delay = FIRST_BACKOFF
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except L3haError as err:
+                if not err.retryable:
+                    raise
+                limit = 1 if isinstance(err, ApiTimeoutError) else READ_RETRIES
+                if attempt >= limit:
+                    raise as_retried(err, attempt) from err
+                log.debug("retrying after a temporary error: %s", err)
+            attempt += 1
+            self._clock.sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+
     def check(self) -> None:
-        """Authenticate and discover the Neutron endpoint (at most a couple of requests)."""
+        """Authenticate and discover the Neutron endpoint, within an overall deadline.
+
+        A few requests, each bounded by the api timeout, retried like reads. The
+        whole check runs in a worker thread and gives up after
+        ``CONNECT_DEADLINE_TIMEOUTS`` api timeouts, so no library hang can hang l3ha.
+        """
+        if not self._timeout:
+            self._retrying(self._check_once)
+            return
+        deadline = self._timeout * CONNECT_DEADLINE_TIMEOUTS
+        outcome = run_with_deadline(lambda: self._retrying(self._check_once), deadline)
+        if outcome is None:
+            raise UnreachableError(
+                f"{self._where('connect')}: no answer within {deadline:g} s "
+                f"(tried Keystone at {self._auth_url_hint()} and the Neutron endpoint; "
+                "check the auth URL and --api-timeout)"
+            )
+
+    def _check_once(self) -> None:
         with self._translated("connect"):
+            self._probe_identity()
             try:
                 self._conn.network.get_endpoint()
             except Exception as exc:
@@ -197,6 +269,46 @@ class NeutronCloud:
                         f"({translate.one_line(str(exc))})"
                     ) from exc
                 raise
+
+    def _auth_url(self) -> str | None:
+        auth = getattr(self._conn.config, "auth", None) or {}
+        auth_type = str(getattr(self._conn.config, "config", {}).get("auth_type") or "")
+        url = auth.get("auth_url") if isinstance(auth, Mapping) else None
+        if not url or auth_type in ("none", "noauth", "admin_token"):
+            return None
+        return str(url)
+
+    def _auth_url_hint(self) -> str:
+        url = self._auth_url()
+        return translate.safe_url(url) if url else "(no auth URL)"
+
+    def _probe_identity(self) -> None:
+        """Fetch the auth URL's version document unauthenticated before authenticating.
+
+        keystoneauth answers a 401 to its version discovery by retrying the
+        request *authenticated*, from inside the plugin's (non-reentrant) lock
+        that the first authentication already holds: it deadlocks. That happens
+        whenever the auth URL is not Keystone's (e.g. Neutron's own URL), so a
+        401 here becomes a clear error before keystoneauth gets there. The probe
+        also names an unreachable Keystone in one line.
+        """
+        url = self._auth_url()
+        if url is None:
+            return
+        where = f"reach Keystone at {translate.safe_url(url)} (cloud {self.name!r})"
+        try:
+            resp = self._conn.session.get(
+                url, authenticated=False, raise_exc=False, connect_retries=0, timeout=self._timeout
+            )
+        except Exception as exc:
+            raise translate_exception(exc, where) from exc
+        if resp.status_code in (401, 403):
+            raise AuthError(
+                f"{where}: its version discovery answered HTTP {resp.status_code}, so it is "
+                "not a Keystone identity URL (check auth_url / OS_AUTH_URL)"
+            )
+        if resp.status_code >= 500:
+            raise translate.error_for_status(resp.status_code, f"{where}: version discovery")
 
     # --- reads ----------------------------------------------------------------
 
@@ -339,44 +451,7 @@ def _known_only(
     return kept
 
 
-def translate_exception(exc: BaseException, where: str) -> L3haError:
-    """The l3ha error for an exception raised by openstacksdk, keystoneauth or requests."""
-    if isinstance(exc, L3haError):
-        return exc
-    text = translate.one_line(str(exc))
-    if isinstance(exc, ksa_exc.ConnectTimeout | requests.exceptions.Timeout):
-        return ApiTimeoutError(f"{where}: timed out ({text})")
-    if isinstance(exc, ksa_exc.SSLError | requests.exceptions.SSLError):
-        return UnreachableError(f"{where}: TLS failure ({translate.tls_reason(text)})")
-    if isinstance(exc, ksa_exc.ConnectionError | requests.exceptions.ConnectionError):
-        return UnreachableError(f"{where}: cannot connect ({translate.connection_reason(text)})")
-    if isinstance(exc, ksa_exc.HttpError):
-        return translate.error_for_status(int(exc.http_status or 0), f"{where}: {text}")
-    if isinstance(exc, sdk_exc.HttpException):
-        return translate.error_for_status(int(exc.status_code or 0), f"{where}: {text}")
-    if isinstance(exc, ksa_exc.EndpointNotFound):
-        return ConfigError(f"{where}: no network endpoint in the service catalog ({text})")
-    if isinstance(exc, ksa_exc.AuthPluginException | ksa_exc.MissingAuthMethods):
-        return ConfigError(f"{where}: incomplete cloud configuration ({text})")
-    if isinstance(exc, ksa_exc.AuthorizationFailure):
-        return AuthError(f"{where}: authentication failed ({text})")
-    if isinstance(exc, sdk_exc.ConfigException):
-        return ConfigError(f"{where}: {text}")
-    if isinstance(exc, ksa_exc.DiscoveryFailure):
-        return UnreachableError(f"{where}: no usable Neutron API ({text})")
-    if isinstance(exc, ValueError):
-        return CloudError(f"{where}: unreadable answer ({text})")
-    return CloudError(f"{where}: {type(exc).__name__}: {text}")
-
-
 # --- connecting ---------------------------------------------------------------
-
-
-def _quiet_libraries() -> None:
-    """Keep library debug logs (request dumps) out of our logs, even with ``-vv``."""
-    for name in _QUIET_LIBRARIES:
-        logger = logging.getLogger(name)
-        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
 
 
 def connect(
@@ -395,7 +470,7 @@ def connect(
     now, so a bad configuration, bad credentials or an unreachable API fail
     here with a one-line error rather than in the middle of a command.
     """
-    _quiet_libraries()
+    quiet_libraries()
     options: dict[str, Any] = {}
     if insecure:
         log.warning("TLS certificate verification is OFF (--insecure); use --os-cacert instead")
@@ -408,15 +483,11 @@ def connect(
         options["cacert"] = cacert
     if timeout:
         options["api_timeout"] = timeout
-    label = f"cloud {cloud!r}" if cloud else "the configured cloud"
-    try:
-        conn = openstack.connect(cloud=cloud, **options)
-    except Exception as exc:
-        error = translate_exception(exc, f"open {label}")
-        if isinstance(error, AuthError):
-            raise error from exc
-        hint = "" if cloud else "; name a clouds.yaml entry with --os-cloud or OS_CLOUD"
-        raise ConfigError(f"{error.message}{hint}") from exc
+    with skipped_config_files() as skipped:
+        try:
+            conn = openstack.connect(cloud=cloud, **options)
+        except Exception as exc:
+            raise open_error(exc, cloud, skipped) from exc
     result = NeutronCloud(conn, clock=clock, workers=workers, timeout=timeout)
     if check:
         result.check()

@@ -6,6 +6,7 @@ names the first bad field in a one-line message.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 
@@ -49,6 +50,10 @@ class EmulatorConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
+        for name in ("report_interval", "agent_down_time", "router_base_time",
+                     "router_port_time", "ha_takeover_time"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
         for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
                      "dataplane_listeners", "dhcp_agents", "seed"):
             if getattr(self, name) < 0:
@@ -75,6 +80,16 @@ class EmulatorConfig:
             raise ValueError("dataplane_listeners must be at most 65000")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be 0..65535, not {self.port}")
+
+    def warnings(self) -> list[str]:
+        """Settings that are valid but make a cloud behave oddly, one sentence each."""
+        notes = []
+        if self.report_interval >= self.agent_down_time:
+            notes.append(
+                f"report_interval {self.report_interval:g} s is not below agent_down_time "
+                f"{self.agent_down_time:g} s: agents would flap between alive and dead"
+            )
+        return notes
 
     @classmethod
     def field_names(cls) -> list[str]:

@@ -12,6 +12,7 @@ The same description arrives from ``POST /_emulator/faults``, from
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,8 @@ def _convert(kind: str, name: str, kind_type: type, value: Any) -> Any:
         converted = kind_type(value)
     except (TypeError, ValueError):
         raise FaultError(f"{kind}: {name} must be a {kind_type.__name__}, not {value!r}") from None
+    if isinstance(converted, float) and not math.isfinite(converted):
+        raise FaultError(f"{kind}: {name} must be a finite number, not {value!r}")
     if isinstance(converted, float) and converted < 0:
         raise FaultError(f"{kind}: {name} must be 0 or more, not {value!r}")
     return converted
@@ -133,8 +136,8 @@ def parse_scenario(data: Any) -> list[Step]:
             at = float(item.get("at", 0))
         except (TypeError, ValueError):
             raise FaultError(f"scenario step {number}: at must be a number") from None
-        if at < 0:
-            raise FaultError(f"scenario step {number}: at must be 0 or more")
+        if not math.isfinite(at) or at < 0:
+            raise FaultError(f"scenario step {number}: at must be a finite number, 0 or more")
         try:
             steps.append(Step(at, parse_fault(item)))
         except FaultError as err:

@@ -382,6 +382,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return
 
+    def handle(self) -> None:
+        """Serve the connection; a client that hung up early is no error of ours."""
+        try:
+            super().handle()
+        except ConnectionError as exc:  # BrokenPipe, ConnectionReset, ConnectionAborted
+            LOG.debug("client %s went away: %s", self.client_address[0], exc)
+            self.close_connection = True
+
     def _serve(self) -> None:
         split = urllib.parse.urlsplit(self.path)
         params = urllib.parse.parse_qsl(split.query, keep_blank_values=True)

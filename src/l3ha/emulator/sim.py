@@ -67,6 +67,8 @@ class Simulation:
             self.schedule(now + self.cfg.agent_down_time / 2, self._auto_failover)
         for router in self.world.routers.values():
             router.since = self.clock.wall()
+            router.reachable = router.admin_state_up and self.router_forwards(router)
+            router.down_since = None if router.reachable else now
             if router.reachable:
                 self.on_reachability(router)
 
@@ -282,7 +284,8 @@ class Simulation:
         return router.downtime + ongoing
 
     def _after_weight_change(self, agent: AgentRec, was_overloaded: bool) -> None:
-        if (agent.weight > self.cfg.agent_capacity) != was_overloaded:
+        """Re-check forwarding of the agent's routers when it is or was overloaded."""
+        if was_overloaded or agent.weight > self.cfg.agent_capacity:
             self.refresh_agent(agent)
 
     def refresh_agent(self, agent: AgentRec) -> None:
