@@ -9,12 +9,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
+import signal
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from dnslib import QTYPE, RR, A, DNSRecord
@@ -23,6 +26,8 @@ from l3ha.probe.runner import Probe, ProbeConfig, ProbeResult
 
 CLONE_NEWNET = 0x40000000
 PREFIX = "l3ha-pr-"
+OWNED = re.compile(rf"^{re.escape(PREFIX)}(\d+)-")
+"""Test namespaces are named ``l3ha-pr-<pid of the pytest process>-...``."""
 
 
 # --- namespaces ------------------------------------------------------------------------
@@ -53,10 +58,67 @@ def timed(action: Callable[[], None]) -> tuple[float, float]:
     return before, time.monotonic()
 
 
+def owned_name(tag: str) -> str:
+    """A namespace name that says which pytest process made it (see ``sweep_namespaces``)."""
+    return f"{PREFIX}{os.getpid()}-{tag}"
+
+
+def namespaces() -> list[str]:
+    listed = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, check=True, timeout=10
+    )
+    return [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
+
+
+def _pytest_running(pid: int) -> bool:
+    try:
+        return b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def leftover_namespaces(include_own: bool) -> list[str]:
+    """Test namespaces whose pytest process is gone (and this process's, if asked)."""
+    found = []
+    for name in namespaces():
+        owned = OWNED.match(name)
+        if owned is None:
+            continue  # not a test namespace of this form (e.g. the benchmark's)
+        pid = int(owned[1])
+        if (pid == os.getpid() and include_own) or (
+            pid != os.getpid() and not _pytest_running(pid)
+        ):
+            found.append(name)
+    return found
+
+
+def kill_processes_in(name: str) -> None:
+    listed = subprocess.run(
+        ["ip", "netns", "pids", name], capture_output=True, text=True, check=False, timeout=10
+    )
+    for word in listed.stdout.split():
+        pid = int(word)
+        if pid not in (1, os.getpid()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def sweep_namespaces(include_own: bool) -> list[str]:
+    """Kill the processes in, and delete, leftover test namespaces; return their names.
+
+    Namespaces of another pytest run still going are left alone.
+    """
+    swept = leftover_namespaces(include_own)
+    for name in swept:
+        kill_processes_in(name)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False, timeout=10)
+    return swept
+
+
 @contextlib.contextmanager
 def veth_pair(tag: str, subnet: str) -> Iterator[dict[str, str]]:
     """Client and target namespaces joined by a veth pair; ``subnet`` like ``169.254.71``."""
-    client, target = f"{PREFIX}{tag}-c", f"{PREFIX}{tag}-t"
+    client, target = owned_name(f"{tag}-c"), owned_name(f"{tag}-t")
     vc, vt = f"l3pr{tag}c", f"l3pr{tag}t"
     for ns in (client, target):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
@@ -133,6 +195,22 @@ class TcpListener:
 
 
 # --- HTTP --------------------------------------------------------------------------------
+
+
+class HungHttpServer:
+    """Listens on 127.0.0.1 but never accepts: connects complete, requests never get an answer."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+
+    def __enter__(self) -> HungHttpServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
 
 
 class FlakyHttpServer:

@@ -139,3 +139,23 @@ def test_gate_lists_every_exceeding_target() -> None:
         "a: longest outage 0.300 s > 0.15 s",
         "a: loss 60.00 % > 30 %",
     ]
+
+
+def test_a_target_without_samples_is_not_measured_and_fails_any_gate() -> None:
+    blocks = analyze(
+        stream("tcp a", "...."), origin=100.0, until=100.4, targets=["tcp a", "http b"]
+    )
+    unmeasured = blocks[1]
+    assert unmeasured["samples"] == 0 and unmeasured["loss_pct"] is None
+    assert gate_violations(blocks, None, None) == []
+    expected = ["http b: no sample taken, so it was not measured"]
+    assert gate_violations(blocks, None, 100.0) == expected
+    assert gate_violations(blocks, 1000.0, None) == expected
+
+
+def test_a_dropped_sample_releases_the_later_ones_uncounted() -> None:
+    first, second, third = stream("tcp a", ".x.")
+    order = InOrder()
+    assert order.push(third) == []
+    assert order.push(first) == [first]
+    assert order.skip(second.seq) == [third]

@@ -4,17 +4,21 @@ files, markers from another process, Ctrl-C still writing the report."""
 from __future__ import annotations
 
 import json
+import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
 from l3ha.cli.main import main
 
-from .servers import TcpListener
+from .servers import HungHttpServer, TcpListener
 
 
 def l3ha(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -31,8 +35,22 @@ def l3ha(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     ("args", "message"),
     [
         (["--tcp", "nowhere"], "tcp target 'nowhere' is not HOST:PORT"),
-        (["--tcp", "127.0.0.1:1", "--interval", "0"], "argument --interval: '0' must be greater"),
-        (["--tcp", "127.0.0.1:1", "--interval", "-1"], "must be greater than 0"),
+        (["--tcp", "127.0.0.1:1", "--interval", "0"], "argument --interval: must be positive"),
+        (["--tcp", "127.0.0.1:1", "--interval", "-1"], "must be positive: '-1'"),
+        (["--tcp", "127.0.0.1:1", "--interval", "nan"], "--interval: must be a finite number"),
+        (["--tcp", "127.0.0.1:1", "--interval", "1e-9"], "--interval: must be at least 0.001"),
+        (["--tcp", "127.0.0.1:1", "--timeout", "inf"], "--timeout: must be a finite number"),
+        (["--tcp", "127.0.0.1:1", "--duration", "inf"], "--duration: must be a finite number"),
+        (["--tcp", "127.0.0.1:1", "--events-interval", "inf"], "--events-interval: must be a fin"),
+        (["--tcp", "127.0.0.1:1", "--max-loss", "200"], "--max-loss: must be a percentage from"),
+        (["--tcp", "127.0.0.1:1", "--max-loss", "-1"], "--max-loss: must be a percentage from"),
+        (["--tcp", "127.0.0.1:1", "--max-loss", "nan"], "--max-loss: must be a finite number"),
+        (["--tcp", "127.0.0.1:1", "--max-outage", "inf"], "--max-outage: must be a finite num"),
+        (["--tcp", "127.0.0.1:1", "--max-outage", "-1"], "--max-outage: must not be negative"),
+        (
+            ["--tcp", "127.0.0.1:1", "--tcp", "127.0.0.2:1", "--duration", "0.3"],
+            "duration 0.3 s is shorter than the interval 1 s, so some targets would never be",
+        ),
         (["--targets-file", "/nonexistent/targets"], "targets file /nonexistent/targets does"),
         ([], "no targets"),
         (["--http-ok", "abc", "--tcp", "127.0.0.1:1"], "is not a status range"),
@@ -52,6 +70,39 @@ def test_bad_input_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("file", "exists and is not a directory"),
+        ("/proc/self/l3ha-out", "is not a writable directory: No such file or directory"),
+        ("/sys/kernel", "is not a writable directory: Permission denied"),
+    ],
+)
+def test_an_unusable_output_is_one_line_bad_input_before_sampling(
+    output: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    existing = tmp_path / "file"
+    existing.write_text("keep\n")
+    target = existing if output == "file" else Path(output)
+    started = time.monotonic()
+    code = main(["probe", "--tcp", "127.0.0.1:1", "--duration", "5", "--output", str(target)])
+    assert code == 2
+    assert time.monotonic() - started < 4  # refused before sampling
+    err = capsys.readouterr().err
+    assert err == f"l3ha: error: --output {target} {message}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["file"] and existing.read_text() == "keep\n"
+
+
+def test_a_targets_file_that_is_not_utf8_is_one_line_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    targets = tmp_path / "targets"
+    targets.write_bytes(b"\xff\xfe\n")
+    assert main(["probe", "--targets-file", str(targets)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"l3ha: error: targets file {targets} is not UTF-8 text (byte 0xff at offset 0)\n"
 
 
 def test_gate_fails_on_a_refused_port_and_writes_the_report(tmp_path: Path) -> None:
@@ -167,3 +218,118 @@ def test_mark_without_a_running_probe_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.startswith("l3ha: error: no running probe at ")
     assert proc.stderr.count("\n") == 1
+
+
+class Running:
+    """A probe in a subprocess, with --output; its stderr read line by line as it comes.
+
+    Its runtime directory is private, so that no other probe's well-known marker socket
+    makes it warn.
+    """
+
+    def __init__(self, out: Path, *args: str) -> None:
+        self.out = out
+        runtime = out.parent / "run"
+        runtime.mkdir()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "l3ha.cli.main", "probe", "--output", str(out), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        assert self.proc.stderr is not None
+        threading.Thread(target=self._read, args=(self.proc.stderr,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.put(line)
+
+    def wait_sampling(self, seconds: float) -> None:
+        """Until the probe has started (its marker socket exists), then ``seconds`` more."""
+        deadline = time.monotonic() + 15
+        while not (self.out / "probe.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(seconds)
+
+    def interrupt(self) -> str:
+        """Send SIGINT; return the line it prints on stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        line = self.lines.get(timeout=10)
+        self.stderr.append(line)
+        return line
+
+    def finish(self, timeout: float) -> tuple[int, str]:
+        """Exit code and the rest of stderr."""
+        self.proc.wait(timeout)
+        time.sleep(0.1)
+        while not self.lines.empty():
+            self.stderr.append(self.lines.get())
+        return self.proc.returncode, "".join(self.stderr)
+
+    def summary(self) -> dict[str, Any]:
+        document = json.loads((self.out / "summary.json").read_text())
+        return {"": document, **{t["target"]: t for t in document["targets"]}}
+
+
+def test_first_ctrl_c_says_it_waits_for_samples_in_flight_then_reports(tmp_path: Path) -> None:
+    listener = TcpListener().start()
+    with HungHttpServer() as hung:
+        run = Running(
+            tmp_path / "o", "--http", f"hung={hung.url}", "--tcp", f"up={listener.address}",
+            "--interval", "0.1", "--timeout", "2",
+        )  # fmt: skip
+        try:
+            run.wait_sampling(0.5)
+            stopped = time.monotonic()
+            line = run.interrupt()
+            code, stderr = run.finish(timeout=20)
+            waited = time.monotonic() - stopped
+        finally:
+            run.proc.kill()
+            listener.stop()
+    assert line.startswith("l3ha: stopping: waiting up to 2.2 s for "), line
+    assert line.endswith(" samples in flight; Ctrl-C again to stop now\n")
+    assert code == 0, stderr
+    assert stderr.count("\n") == 1, stderr
+    assert 1.5 < waited < 12, stderr  # the hung samples ran into their 2 s timeout
+    summary = run.summary()
+    assert summary["http hung"]["samples"] == summary["http hung"]["failed"] > 0
+    assert summary["tcp up"]["samples"] > 0 and summary["tcp up"]["failed"] == 0
+    assert summary[""]["scheduler"]["samples_dropped"] == 0
+
+
+def test_second_ctrl_c_drops_samples_in_flight_and_still_reports(tmp_path: Path) -> None:
+    listener = TcpListener().start()
+    with HungHttpServer() as hung:
+        run = Running(
+            tmp_path / "o", "--http", f"hung={hung.url}", "--tcp", f"up={listener.address}",
+            "--interval", "0.1", "--timeout", "30", "--max-outage", "100",
+        )  # fmt: skip
+        try:
+            run.wait_sampling(0.5)
+            assert "waiting up to 30.2 s" in run.interrupt()
+            stopped = time.monotonic()
+            second = run.interrupt()
+            code, stderr = run.finish(timeout=20)
+            waited = time.monotonic() - stopped
+        finally:
+            run.proc.kill()
+            listener.stop()
+    assert second == "l3ha: stopping now: samples in flight are dropped; writing the report\n"
+    assert waited < 10  # not the 30 s timeout
+    assert code == 1, stderr  # the gate fails: the hung target was never measured
+    assert "l3ha: gate failed: http hung: no sample taken, so it was not measured" in stderr
+    assert "Traceback" not in stderr
+    summary = run.summary()
+    assert summary["http hung"]["samples"] == 0 and summary["http hung"]["failed"] == 0
+    assert summary["http hung"]["loss_pct"] is None
+    assert summary["tcp up"]["samples"] > 0 and summary["tcp up"]["failed"] == 0
+    assert summary[""]["scheduler"]["samples_dropped"] > 0
+    assert summary[""]["unsampled"] == ["http hung"]
+    samples = [json.loads(line) for line in (run.out / "samples.jsonl").read_text().splitlines()]
+    assert samples and {s["target"] for s in samples} == {"tcp up"}
+    for name in ("events.jsonl", "timeline.txt", "report.png", "report.html"):
+        assert (run.out / name).exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import os
 import time
 from pathlib import Path
@@ -177,8 +178,12 @@ def test_live_view_draws_targets_and_changes() -> None:
 
 def test_config_refuses_nonsense() -> None:
     target = parse_target("tcp", "127.0.0.1:1")
-    with pytest.raises(BadInputError, match="interval must be greater than 0"):
+    with pytest.raises(BadInputError, match="interval must be a finite number greater than 0"):
         ProbeConfig((target,), interval=0)
+    with pytest.raises(BadInputError, match="timeout must be a finite number greater than 0"):
+        ProbeConfig((target,), timeout=math.inf)
+    with pytest.raises(BadInputError, match=r"duration 0\.5 s is shorter than the interval 1 s"):
+        ProbeConfig((target,), interval=1.0, duration=0.5)
     with pytest.raises(BadInputError, match="at least one target"):
         ProbeConfig(())
 

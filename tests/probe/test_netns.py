@@ -44,7 +44,7 @@ TOLERANCE = 0.01
 
 @pytest.fixture(scope="module")
 def net() -> Iterator[dict[str, str]]:
-    with veth_pair(f"{os.getpid() % 10000}", "169.254.71") as names:
+    with veth_pair("n", "169.254.71") as names:
         listener = TcpListener(names["target_addr"], PORT, netns=names["target"]).start()
         yield names
         listener.stop()

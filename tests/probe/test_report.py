@@ -20,6 +20,7 @@ from l3ha.probe.report import (
     EVENT_COLOURS,
     UP_COLOUR,
     summary_document,
+    summary_rows,
     write_report,
 )
 from l3ha.probe.runner import ProbeConfig, ProbeResult
@@ -120,3 +121,16 @@ def test_report_page_renders_the_timeline_in_chromium(tmp_path: Path) -> None:
     assert up > 20_000  # three green lanes
     assert 2_000 < down < up  # two red outage bars, shorter than the lanes
     assert colour_pixels(pixels, EVENT_COLOURS["mark"], 0.1) > 30  # the marker line
+
+
+def test_a_target_without_samples_shows_loss_na_and_is_listed_as_unsampled() -> None:
+    result = synthetic_result()
+    result.trackers[1] = TargetTracker(result.trackers[1].target)
+    summary = summary_document(result, max_loss=50.0)
+    rows = {row["target"]: row for row in summary_rows(summary)}
+    assert rows["tcp 127.0.0.1:22"]["samples"] == 0
+    assert rows["tcp 127.0.0.1:22"]["loss_pct"] == "n/a"
+    assert summary["unsampled"] == ["tcp 127.0.0.1:22"]
+    assert summary["gate"]["violations"] == [
+        "tcp 127.0.0.1:22: no sample taken, so it was not measured"
+    ]

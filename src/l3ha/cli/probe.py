@@ -8,14 +8,18 @@ happen inside the handlers.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from l3ha.cli.argtypes import finite_float, positive_float
 from l3ha.cli.common import add_cloud_options
 from l3ha.cli.output import add_format_options, emit, emit_document, select_columns
-from l3ha.errors import BadInputError, NotFoundError
+from l3ha.errors import BadInputError, L3haError, NotFoundError
 
 USAGE = """
   l3ha probe [--icmp ADDR]... [--tcp HOST:PORT]... [--http URL]... [--dns NAME[@SERVER]]...
@@ -33,26 +37,38 @@ timeline.txt, summary.json, report.png and report.html. --max-outage and
 --max-loss turn it into a gate (exit 1 when exceeded). A target may carry a
 label: --http keystone=http://127.0.0.1:5000/v3. While it runs,
 'l3ha probe mark TEXT' in another shell adds a marker to its timeline.
+
+Targets are staggered across the interval, so --duration must be at least one
+--interval: then every target is sampled at least once. A target that still
+got no sample (stopped early) shows loss n/a, and fails any gate.
+
+Ctrl-C (or SIGTERM) stops sampling and waits up to --timeout (+0.2 s) for the
+samples in flight; a second Ctrl-C cancels them (they are dropped, counted
+neither up nor down). Either way the report is written and the exit code is
+the gate's.
 """
 
+MIN_INTERVAL = 0.001
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+
+def _interval(text: str) -> float:
+    value = positive_float(text)
+    if value < MIN_INTERVAL:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL:g}: {text!r}")
     return value
 
 
 def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = finite_float(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _percentage(text: str) -> float:
+    value = finite_float(text)
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100: {text!r}")
     return value
 
 
@@ -136,23 +152,24 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("sampling and output")
     group.add_argument(
         "--interval",
-        type=_positive,
+        type=_interval,
         default=1.0,
         metavar="S",
-        help="seconds between samples of one target (default 1)",
+        help="seconds between samples of one target (default 1, at least 0.001)",
     )
     group.add_argument(
         "--timeout",
-        type=_positive,
+        type=positive_float,
         default=1.0,
         metavar="S",
         help="a sample that takes longer fails (default 1)",
     )
     group.add_argument(
         "--duration",
-        type=_positive,
+        type=positive_float,
         metavar="S",
-        help="stop after this long (default: run until Ctrl-C)",
+        help="stop after this long, at least one --interval so that every target is sampled "
+        "(default: run until Ctrl-C)",
     )
     group.add_argument(
         "--http-ok",
@@ -168,7 +185,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         help="ICMP socket: raw (root), dgram (ping_group_range) or auto",
     )
     group.add_argument(
-        "--output", type=Path, metavar="DIR", help="write samples, events, summary and report here"
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="write samples, events, summary and report here (created if missing; checked "
+        "to be a writable directory before sampling starts)",
     )
     group.add_argument(
         "--socket", type=Path, metavar="PATH", help="also listen for markers on this unix socket"
@@ -179,13 +200,15 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--max-outage",
         type=_non_negative,
         metavar="S",
-        help="longest allowed outage of any target, seconds",
+        help="longest allowed outage of any target, seconds (>= 0); a target without any "
+        "sample fails the gate too",
     )
     gate.add_argument(
         "--max-loss",
-        type=_non_negative,
+        type=_percentage,
         metavar="PCT",
-        help="highest allowed sample loss of any target, percent",
+        help="highest allowed sample loss of any target, percent (0-100); a target without "
+        "any sample fails the gate too",
     )
     events = parser.add_argument_group("control-plane events")
     events.add_argument(
@@ -208,7 +231,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     events.add_argument(
         "--events-interval",
-        type=_positive,
+        type=positive_float,
         default=2.0,
         metavar="S",
         help="seconds between cloud polls (default 2)",
@@ -233,6 +256,11 @@ def collect_targets(args: argparse.Namespace) -> list[Any]:
             raise NotFoundError(f"targets file {args.targets_file} does not exist") from None
         except OSError as exc:
             raise BadInputError(f"cannot read targets file {args.targets_file}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise BadInputError(
+                f"targets file {args.targets_file} is not UTF-8 text "
+                f"(byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+            ) from None
         targets += parse_targets_text(text, str(args.targets_file), default_dns)
     if not targets:
         raise BadInputError("no targets: give --icmp, --tcp, --http, --dns or --targets-file")
@@ -245,15 +273,31 @@ def _default_nameserver() -> str | None:
 
     try:
         return nameserver_from_resolv_conf(Path("/etc/resolv.conf").read_text(encoding="utf-8"))
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
+
+
+def prepare_output(output: Path) -> None:
+    """Create ``--output DIR`` if needed and prove a file can be written there (and removed).
+
+    Any failure is one-line bad input before sampling starts; nothing is left behind.
+    """
+    if output.exists() and not output.is_dir():
+        raise BadInputError(f"--output {output} exists and is not a directory")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output, prefix=".l3ha-probe-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BadInputError(f"--output {output} is not a writable directory: {reason}") from None
 
 
 def run_probe(args: argparse.Namespace) -> int:
     """Run the probe, print timeline and summary, write the report; 1 when the gate fails."""
     from l3ha.probe.live import LiveView
     from l3ha.probe.marks import socket_in, well_known_socket
-    from l3ha.probe.report import SampleLog, summary_document, summary_rows, write_report
+    from l3ha.probe.report import summary_document, summary_rows
     from l3ha.probe.runner import Probe, ProbeConfig
     from l3ha.probe.samplers import IcmpMode
     from l3ha.probe.timeline import timeline_lines
@@ -271,30 +315,54 @@ def run_probe(args: argparse.Namespace) -> int:
         name=args.name,
         mark_sockets=(*sockets, well_known_socket()),
     )
+    if args.output:
+        prepare_output(args.output)
     probe = Probe(config, _event_sources(args))
-    log = SampleLog(args.output) if args.output else None
+    log = _open_sample_log(args.output) if args.output else None
     if log is not None:
         probe.add_observer(log)
     if sys.stdout.isatty() and args.format == "table":
         probe.add_observer(LiveView(sys.stdout))
-    try:
-        with _stop_on_signals(probe):
+    with _stop_on_signals(probe):  # the report is written even after a second Ctrl-C
+        try:
             result = probe.run()
-    finally:
-        if log is not None:
-            log.close()
-    summary = summary_document(result, args.max_outage, args.max_loss)
-    if args.output:
-        write_report(result, summary, args.output)
+        finally:
+            if log is not None:
+                log.close()
+        summary = summary_document(result, args.max_outage, args.max_loss)
+        if args.output:
+            _write_report(result, summary, args.output)
     if args.format == "table":
         lines = timeline_lines(result.transitions, result.events, result.origin, result.until)
         sys.stdout.write("".join(line + "\n" for line in lines) + ("\n" if lines else ""))
         emit(summary_rows(summary), "table", args.column, _summary_columns())
     else:
         emit_document(summary, args.format)
-    for violation in summary["gate"]["violations"]:
+    violations = summary["gate"]["violations"]
+    for violation in violations:
         sys.stderr.write(f"l3ha: gate failed: {violation}\n")
+    if summary["unsampled"] and not violations:
+        names = ", ".join(summary["unsampled"])
+        sys.stderr.write(f"l3ha: warning: no sample taken, not measured: {names}\n")
     return 0 if summary["gate"]["passed"] else 1
+
+
+def _open_sample_log(output: Path) -> Any:
+    from l3ha.probe.report import SampleLog
+
+    try:
+        return SampleLog(output)
+    except OSError as exc:
+        raise BadInputError(f"--output {output}: cannot write samples: {exc}") from None
+
+
+def _write_report(result: Any, summary: dict[str, Any], output: Path) -> None:
+    from l3ha.probe.report import write_report
+
+    try:
+        write_report(result, summary, output)
+    except OSError as exc:
+        raise L3haError(f"cannot write the report in {output}: {exc}") from None
 
 
 def _summary_columns() -> list[str]:
@@ -304,15 +372,33 @@ def _summary_columns() -> list[str]:
 
 
 class _stop_on_signals:  # noqa: N801 - used as a context manager
-    """SIGINT/SIGTERM stop the probe (which still writes its report); a second SIGINT aborts."""
+    """The first SIGINT/SIGTERM stops sampling and waits for samples in flight; the second
+    drops them. The report is written either way; a third Ctrl-C interrupts even that."""
 
     def __init__(self, probe: Any) -> None:
         self._probe = probe
         self._saved: dict[int, Any] = {}
+        self._signals = 0
 
     def _handle(self, signum: int, frame: object) -> None:
-        self._probe.stop()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        self._signals += 1
+        if self._signals == 1:
+            self._probe.stop()
+            _say(self._stopping_text())
+        elif self._signals == 2:
+            self._probe.abort()
+            _say("l3ha: stopping now: samples in flight are dropped; writing the report")
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def _stopping_text(self) -> str:
+        flying = self._probe.in_flight
+        if not flying:
+            return "l3ha: stopping"
+        limit = self._probe.config.drain_limit
+        return (
+            f"l3ha: stopping: waiting up to {limit:g} s for {flying} samples in flight; "
+            "Ctrl-C again to stop now"
+        )
 
     def __enter__(self) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -321,6 +407,12 @@ class _stop_on_signals:  # noqa: N801 - used as a context manager
     def __exit__(self, *exc: object) -> None:
         for signum, handler in self._saved.items():
             signal.signal(signum, handler)
+
+
+def _say(line: str) -> None:
+    """One line to stderr from a signal handler (os.write: no re-entrant buffered I/O)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 def _event_sources(args: argparse.Namespace) -> list[Any]:

@@ -6,6 +6,10 @@ slow sample may finish after a later fast one), so each target's samples are
 put back into start order (``InOrder``) before ``TargetTracker`` folds them.
 A window still open when the probe stops ends at the stop time and is marked
 ``open``. ``analyze`` runs the same fold over a finished list of samples.
+
+A target that got no sample at all (the probe was stopped before its first
+slot, or its only samples were dropped) was not measured: its ``loss_pct`` is
+None (``n/a``), and any gate fails on it rather than passing it as healthy.
 """
 
 from __future__ import annotations
@@ -88,14 +92,24 @@ class InOrder:
 
     def __init__(self) -> None:
         self._next = 0
-        self._held: dict[int, Sample] = {}
+        self._held: dict[int, Sample | None] = {}  # None: dropped, never to come
 
     def push(self, sample: Sample) -> list[Sample]:
         """Accept one finished sample; return those now releasable, in order."""
         self._held[sample.seq] = sample
+        return self._release()
+
+    def skip(self, seq: int) -> list[Sample]:
+        """Sample ``seq`` will never finish (it was dropped); return those now releasable."""
+        self._held[seq] = None
+        return self._release()
+
+    def _release(self) -> list[Sample]:
         ready = []
         while self._next in self._held:
-            ready.append(self._held.pop(self._next))
+            sample = self._held.pop(self._next)
+            if sample is not None:
+                ready.append(sample)
             self._next += 1
         return ready
 
@@ -168,7 +182,7 @@ class TargetTracker:
             "target": self.target,
             "samples": self.samples,
             "failed": self.failed,
-            "loss_pct": round(100.0 * self.failed / self.samples, 3) if self.samples else 0.0,
+            "loss_pct": round(100.0 * self.failed / self.samples, 3) if self.samples else None,
             "outage_count": len(outages),
             "total_downtime_s": round(sum(durations), 6),
             "longest_outage_s": round(max(durations, default=0.0), 6),
@@ -246,12 +260,24 @@ def transitions_of(samples: Iterable[Sample]) -> list[Transition]:
     return changes
 
 
+def unsampled(targets: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the targets that got no sample at all."""
+    return [block["target"] for block in targets if block["samples"] == 0]
+
+
 def gate_violations(
     targets: Sequence[dict[str, Any]], max_outage: float | None, max_loss: float | None
 ) -> list[str]:
-    """One line per target that exceeds the gate (empty: the gate passes)."""
+    """One line per target that exceeds the gate (empty: the gate passes).
+
+    With any gate given, a target without a single sample fails it: it was not measured.
+    """
     lines = []
     for block in targets:
+        if block["samples"] == 0:
+            if max_outage is not None or max_loss is not None:
+                lines.append(f"{block['target']}: no sample taken, so it was not measured")
+            continue
         if max_outage is not None and block["longest_outage_s"] > max_outage:
             lines.append(
                 f"{block['target']}: longest outage {block['longest_outage_s']:.3f} s "

@@ -61,11 +61,9 @@ class LiveView(Observer):
 
     @staticmethod
     def _target_line(tracker: TargetTracker, now: float) -> str:
-        loss = 100.0 * tracker.failed / tracker.samples if tracker.samples else 0.0
+        loss = f"{100.0 * tracker.failed / tracker.samples:6.2f}" if tracker.samples else "   n/a"
         down = tracker.current
         state = (
             f"{RED}DOWN {now - down.start:6.1f}s{RESET}" if down else f"{GREEN}UP{RESET}         "
         )
-        return (
-            f"{state}  {tracker.target:40.40}  loss {loss:6.2f} %  outages {len(tracker.outages)}"
-        )
+        return f"{state}  {tracker.target:40.40}  loss {loss} %  outages {len(tracker.outages)}"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from l3ha.probe.analysis import Sample, gate_violations, latency_block
+from l3ha.probe.analysis import Sample, TargetTracker, gate_violations, latency_block, unsampled
 from l3ha.probe.runner import Observer, Probe, ProbeResult
 from l3ha.probe.timeline import timeline_lines
 
@@ -55,10 +55,12 @@ def summary_document(
         "interval_s": config.interval,
         "timeout_s": config.timeout,
         "targets": targets,
+        "unsampled": unsampled(targets),
         "events": len(result.events),
         "scheduler": {
             "samples_started": result.grid.started,
             "samples_skipped": result.grid.skipped,
+            "samples_dropped": result.dropped,
             "lateness_ms": latency_block(lateness),
         },
         "gate": {
@@ -76,7 +78,7 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "target": t["target"],
             "samples": t["samples"],
-            "loss_pct": f"{t['loss_pct']:.2f}",
+            "loss_pct": "n/a" if t["loss_pct"] is None else f"{t['loss_pct']:.2f}",
             "outages": t["outage_count"],
             "total_down_s": f"{t['total_downtime_s']:.3f}",
             "longest_s": f"{t['longest_outage_s']:.3f}",
@@ -127,10 +129,12 @@ def write_report(result: ProbeResult, summary: dict[str, Any], output: Path) -> 
 
 
 def lanes(result: ProbeResult) -> list[int]:
-    """Tracker indexes to draw: targets with outages first, at most ``MAX_LANES``."""
-    order = sorted(
-        range(len(result.trackers)), key=lambda i: (not result.trackers[i].all_outages(), i)
-    )
+    """Tracker indexes to draw: targets with outages or no sample first, at most ``MAX_LANES``."""
+
+    def notable(tracker: TargetTracker) -> bool:
+        return bool(tracker.all_outages()) or tracker.samples == 0
+
+    order = sorted(range(len(result.trackers)), key=lambda i: (not notable(result.trackers[i]), i))
     return sorted(order[:MAX_LANES])
 
 
@@ -151,7 +155,7 @@ def draw_chart(result: ProbeResult, path: Path) -> None:
         bars = [(o.start - result.origin, o.duration(result.until)) for o in tracker.all_outages()]
         axes.broken_barh(bars, (row - 0.35, 0.7), facecolors=DOWN_COLOUR)
     _draw_events(axes, result, len(shown))
-    axes.set_yticks(range(len(shown)), [result.trackers[i].target for i in reversed(shown)])
+    axes.set_yticks(range(len(shown)), [_lane_label(result.trackers[i]) for i in reversed(shown)])
     axes.set_xlim(0, span)
     levels = min(len(result.events), LABEL_LEVELS)
     axes.set_ylim(-0.6, len(shown) - 0.4 + (0.3 + 0.3 * levels if levels else 0))
@@ -163,6 +167,10 @@ def draw_chart(result: ProbeResult, path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def _lane_label(tracker: TargetTracker) -> str:
+    return tracker.target if tracker.samples else f"{tracker.target} (no sample)"
 
 
 def _draw_events(axes: Any, result: ProbeResult, rows: int) -> None:

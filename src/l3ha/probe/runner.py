@@ -2,8 +2,10 @@
 
 I/O: network (through the samplers), unix sockets (markers), threads of event
 sources, the open-files limit; everything else is delegated. ``Probe.run`` blocks until the duration
-ends or ``stop()`` is called (from any thread or a signal handler), waits for
-samples still in flight, and returns a ``ProbeResult``.
+ends or ``stop()`` is called (from any thread or a signal handler), waits up to
+``drain_limit`` seconds for samples still in flight, and returns a ``ProbeResult``.
+``abort()`` ends that wait at once: the samples still in flight are cancelled
+and dropped (neither successes nor failures), and the result is returned as usual.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from l3ha.probe.targets import Target
 START_DELAY = 0.05  # first slot this long after start-up, so set-up never makes it late
 TICK = 0.5  # how often observers are ticked (live view refresh)
 SLOW_FRACTION = 0.5  # a success taking half the timeout or more is counted as slow
+DRAIN_GRACE = 0.2  # on stop, wait this much beyond the timeout for samples in flight
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,19 @@ class ProbeConfig:
             raise BadInputError("the probe needs at least one target")
         for name in ("interval", "timeout", "duration"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise BadInputError(f"{name} must be greater than 0, not {value}")
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise BadInputError(f"{name} must be a finite number greater than 0, not {value}")
+        if self.duration is not None and self.duration < self.interval:
+            raise BadInputError(
+                f"duration {self.duration:g} s is shorter than the interval {self.interval:g} s, "
+                "so some targets would never be sampled; lengthen the duration or shorten "
+                "the interval"
+            )
+
+    @property
+    def drain_limit(self) -> float:
+        """Longest wait, once stopped, for samples in flight (each ends by its timeout)."""
+        return self.timeout + DRAIN_GRACE
 
     @property
     def sockets_needed(self) -> int:
@@ -97,6 +111,8 @@ class ProbeResult:
     lateness: array[float]
     grid: GridStats
     samples: list[Sample] = field(default_factory=list)
+    dropped: int = 0
+    """Samples cancelled in flight by ``abort()``: counted neither as up nor as down."""
 
 
 class Probe:
@@ -127,6 +143,8 @@ class Probe:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._stop_requested = threading.Event()
+        self._abort_requested = threading.Event()
+        self.dropped = 0
         self.origin = 0.0
         self.origin_wall = 0.0
         self.marks: MarkServer | None = None
@@ -144,6 +162,20 @@ class Probe:
         if loop is not None and stopping is not None:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(stopping.set)
+
+    def abort(self) -> None:
+        """Stop now: cancel and drop the samples in flight (thread-safe; signal-handler safe)."""
+        self._abort_requested.set()
+        self.stop()
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._cancel_inflight)
+
+    @property
+    def in_flight(self) -> int:
+        """Samples started and not yet finished."""
+        return len(self._inflight)
 
     def add_event(self, event: Event) -> None:
         """Record an event (thread-safe)."""
@@ -195,15 +227,27 @@ class Probe:
         ticker = asyncio.create_task(self._tick())
         stopper = asyncio.create_task(self._stopping.wait())
         await asyncio.wait({scheduler, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (scheduler, stopper):
+        for task in (scheduler, stopper, ticker):
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await scheduler
+        for task in (scheduler, ticker):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._drain()
+
+    async def _drain(self) -> None:
+        """Wait up to ``drain_limit`` for samples in flight (none after ``abort()``); drop
+        the rest."""
+        if self._abort_requested.is_set():
+            self._cancel_inflight()
         if self._inflight:
-            await asyncio.wait(set(self._inflight), timeout=self.config.timeout + 1.0)
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
+            await asyncio.wait(set(self._inflight), timeout=self.config.drain_limit)
+        remaining = list(self._inflight)
+        self._cancel_inflight()
+        await asyncio.gather(*remaining, return_exceptions=True)
+
+    def _cancel_inflight(self) -> None:
+        for task in list(self._inflight):
+            task.cancel()
 
     async def _tick(self) -> None:
         while True:
@@ -212,6 +256,8 @@ class Probe:
                 observer.on_tick(self)
 
     def _launch(self, index: int, seq: int, due: float) -> None:
+        if self._abort_requested.is_set():
+            return
         task = asyncio.get_running_loop().create_task(self._sample(index, seq, due))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
@@ -225,6 +271,9 @@ class Probe:
                 await self._attempts[index]()
         except TimeoutError:
             error = "timeout"
+        except asyncio.CancelledError:
+            self._drop(index, seq)
+            raise
         except SampleError as exc:
             error = str(exc)
         except Exception as exc:  # a sampler bug must fail one sample, not the probe
@@ -241,7 +290,15 @@ class Probe:
             self.samples.append(sample)
         for observer in self._observers:
             observer.on_sample(sample)
-        for ordered in self._order[index].push(sample):
+        self._fold(index, self._order[index].push(sample))
+
+    def _drop(self, index: int, seq: int) -> None:
+        """A sample cancelled in flight: not counted; later samples of its target go on."""
+        self.dropped += 1
+        self._fold(index, self._order[index].skip(seq))
+
+    def _fold(self, index: int, ready: list[Sample]) -> None:
+        for ordered in ready:
             change = self.trackers[index].feed(ordered)
             if change is not None:
                 self.transitions.append(change)
@@ -266,6 +323,7 @@ class Probe:
             self._lateness,
             stats,
             self.samples,
+            self.dropped,
         )
 
 
