@@ -24,18 +24,10 @@ from typing import Any
 
 import yaml
 
-from l3ha.cli.argtypes import finite_float, positive_float
+from l3ha.cli.argtypes import non_negative_float, positive_float
 from l3ha.errors import BadInputError, ConfigError, UnreachableError, UserError
 
 DEFAULT_CLOUD = "l3ha-emulator"
-
-
-def non_negative_float(text: str) -> float:
-    """A finite number of at least 0 (argparse type)."""
-    value = finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:

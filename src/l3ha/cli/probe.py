@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from l3ha.cli.argtypes import finite_float, positive_float
+from l3ha.cli.argtypes import finite_float, non_negative_float, positive_float
 from l3ha.cli.common import add_cloud_options
 from l3ha.cli.output import add_format_options, emit, emit_document, select_columns
 from l3ha.errors import BadInputError, L3haError, NotFoundError
@@ -55,13 +55,6 @@ def _interval(text: str) -> float:
     value = positive_float(text)
     if value < MIN_INTERVAL:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL:g}: {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
     return value
 
 
@@ -198,7 +191,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     gate = parser.add_argument_group("gate (exit 1 when exceeded)")
     gate.add_argument(
         "--max-outage",
-        type=_non_negative,
+        type=non_negative_float,
         metavar="S",
         help="longest allowed outage of any target, seconds (>= 0); a target without any "
         "sample fails the gate too",
