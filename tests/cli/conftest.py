@@ -13,26 +13,6 @@ from l3ha.emulator import Emulator, EmulatorConfig
 CLOUD = "l3ha-emulator"
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_cloud(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Commands see only the cloud configuration a test sets up."""
-    for key in (
-        "OS_CLOUD",
-        "OS_AUTH_TYPE",
-        "OS_ENDPOINT",
-        "OS_AUTH_URL",
-        "OS_PASSWORD",
-        "OS_USERNAME",
-        "OS_PROJECT_NAME",
-        "OS_TOKEN",
-        "OS_CLOUD_NAME",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    empty = tmp_path / "empty-clouds.yaml"
-    empty.write_text("clouds: {}\n", encoding="utf-8")
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(empty))
-
-
 def small_config(**overrides: object) -> EmulatorConfig:
     """4 agents in 2 AZs, 20 routers of which 2 busy and 2 HA."""
     settings: dict[str, object] = dict(

@@ -12,28 +12,6 @@ from l3ha.clock import ManualClock
 from l3ha.emulator import Emulator, EmulatorConfig
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_cloud(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """Tests see only the cloud configuration they set up themselves."""
-    for key in (
-        "OS_CLOUD",
-        "OS_AUTH_TYPE",
-        "OS_ENDPOINT",
-        "OS_AUTH_URL",
-        "OS_PASSWORD",
-        "OS_USERNAME",
-        "OS_PROJECT_NAME",
-        "OS_TOKEN",
-        "OS_CLOUD_NAME",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    empty = tmp_path_factory.mktemp("noclouds") / "clouds.yaml"
-    empty.write_text("clouds: {}\n", encoding="utf-8")
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(empty))
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeNeutron]:
     server = FakeNeutron().start()
