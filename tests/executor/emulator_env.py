@@ -95,6 +95,19 @@ def routers_on(snapshot: Snapshot, agent_id: str) -> list[str]:
     return sorted(b.router_id for b in snapshot.bindings_of_agent(agent_id))
 
 
+def replica_replacements(snapshot: Snapshot, source: str, reason: str) -> list[Move]:
+    """ADD_REPLICA on the first live agent not hosting it, then REMOVE_REPLICA off ``source``,
+    for every router on ``source``."""
+    alive = sorted(a.id for a in snapshot.agents if a.alive)
+    moves: list[Move] = []
+    for router_id in routers_on(snapshot, source):
+        hosting = {b.agent_id for b in snapshot.bindings_of_router(router_id)}
+        target = next(a for a in alive if a not in hosting)
+        moves.append(Move(router_id, MoveKind.ADD_REPLICA, target, source, reason))
+        moves.append(Move(router_id, MoveKind.REMOVE_REPLICA, None, source, reason))
+    return moves
+
+
 class TriggerCloud:
     """The adapter, with a test action run once right after the first matching write.
 

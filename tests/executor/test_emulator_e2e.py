@@ -17,6 +17,7 @@ import pytest
 from tests.executor.emulator_env import (
     Env,
     assert_hosted_and_active,
+    replica_replacements,
     routers_on,
     start_env,
     wait_until,
@@ -199,13 +200,7 @@ def test_ha_replica_on_a_dead_agent_is_replaced_make_before_break(
     try:
         source = env.kill("net-1")
         snapshot = env.cloud.read_snapshot()
-        alive = sorted(a.id for a in snapshot.agents if a.alive)
-        moves: list[Move] = []
-        for router_id in routers_on(snapshot, source):
-            hosting = {b.agent_id for b in snapshot.bindings_of_router(router_id)}
-            target = next(a for a in alive if a not in hosting)
-            moves.append(Move(router_id, MoveKind.ADD_REPLICA, target, source, "replace"))
-            moves.append(Move(router_id, MoveKind.REMOVE_REPLICA, None, source, "replace"))
+        moves = replica_replacements(snapshot, source, "replace")
         assert moves
         executor, _ = env.executor()
         result = executor.run(Plan("repair", tuple(moves)))

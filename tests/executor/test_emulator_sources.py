@@ -17,13 +17,14 @@ from tests.executor.emulator_env import (
     Env,
     TriggerCloud,
     assert_hosted_and_active,
+    replica_replacements,
     routers_on,
     start_env,
     wait_until,
 )
 
 from l3ha.executor import MoveOutcome
-from l3ha.model import Move, MoveKind, Plan, Snapshot
+from l3ha.model import Plan, Snapshot
 from l3ha.planner import PlacementPolicy, plan_evacuate
 from l3ha.weights import WeightPolicy
 
@@ -89,13 +90,7 @@ def test_ha_replicas_are_kept_once_the_source_is_back(
     try:
         source = env.kill("net-1")
         snapshot = env.cloud.read_snapshot()
-        alive = sorted(a.id for a in snapshot.agents if a.alive)
-        moves: list[Move] = []
-        for router_id in routers_on(snapshot, source):
-            hosting = {b.agent_id for b in snapshot.bindings_of_router(router_id)}
-            target = next(a for a in alive if a not in hosting)
-            moves.append(Move(router_id, MoveKind.ADD_REPLICA, target, source, "evacuate"))
-            moves.append(Move(router_id, MoveKind.REMOVE_REPLICA, None, source, "evacuate"))
+        moves = replica_replacements(snapshot, source, "evacuate")
         assert len(moves) >= 4
 
         def revive() -> None:  # right after the first new replica is bound

@@ -54,6 +54,11 @@ def _l3ha(argv: Sequence[str]) -> int:
     return code
 
 
+def _agent_table(*columns: str) -> int:
+    """``l3ha agent list`` showing only ``columns``."""
+    return _l3ha(["agent", "list", *(arg for c in columns for arg in ("-c", c))])
+
+
 def _wait(condition: Callable[[], bool], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -100,32 +105,13 @@ def _run_demo(args: argparse.Namespace) -> int:
         cloud = connect(CLOUD)
 
         _step("The cloud: agents with their load (busy routers weigh 10)")
-        _l3ha(
-            [
-                "agent",
-                "list",
-                "-c",
-                "host",
-                "-c",
-                "az",
-                "-c",
-                "alive",
-                "-c",
-                "routers",
-                "-c",
-                "busy",
-                "-c",
-                "weight",
-            ]
-        )
+        _agent_table("host", "az", "alive", "routers", "busy", "weight")
         _l3ha(["check"])
 
         _step(f"{args.victim} dies (no heartbeats, its routers stop forwarding)")
         emu.kill_agent(args.victim)
         _wait(lambda: not cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
-        _l3ha(
-            ["agent", "list", "-c", "host", "-c", "alive", "-c", "heartbeat_age", "-c", "routers"]
-        )
+        _agent_table("host", "alive", "heartbeat_age", "routers")
         _l3ha(["check"])
 
         _step("Safety first: a live agent is never evacuated by mistake")
@@ -146,22 +132,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         emu.revive_agent(args.victim)
         _wait(lambda: cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
         _l3ha(["rebalance", "--port-timeout", "60"])
-        _l3ha(
-            [
-                "agent",
-                "list",
-                "-c",
-                "host",
-                "-c",
-                "alive",
-                "-c",
-                "routers",
-                "-c",
-                "busy",
-                "-c",
-                "weight",
-            ]
-        )
+        _agent_table("host", "alive", "routers", "busy", "weight")
         dataplane = emu.dataplane()
         down = sum(1 for d in dataplane.values() if not d["reachable"])
         _step(f"Data plane: {down} of {len(dataplane)} routers unreachable now")
