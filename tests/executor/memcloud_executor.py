@@ -121,10 +121,14 @@ class MemCloud:
         with self.lock:
             return list(self.routers.values())
 
-    def read_snapshot(self) -> Snapshot:
+    def read_snapshot(self, with_ha_state: bool = False) -> Snapshot:
         with self.lock:
             bindings = tuple(Binding(r, a) for r, hosts in self.bindings.items() for a in hosts)
             return Snapshot(tuple(self.agents.values()), tuple(self.routers.values()), bindings)
+
+    def routers_on_agent(self, agent_id: str) -> list[Binding]:
+        with self.lock:
+            return [Binding(r, agent_id) for r, hosts in self.bindings.items() if agent_id in hosts]
 
     def router_bindings(self, router_id: str) -> list[Binding]:
         with self.lock:

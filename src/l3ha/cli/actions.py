@@ -1,11 +1,12 @@
 """The commands that move routers: evacuate, drain, undrain, migrate, rebalance, repair, history.
 
-I/O: reads and changes the cloud (through the executor only), the journal in
-the state dir, and the terminal. Each command reads a fresh snapshot, finishes
-any operation a crash interrupted, plans with the pure planner, and hands the
-plan to the executor; it ends with a summary table (or ``-f json|yaml``) and
-the exit code 0 all done, 1 some moves failed or a router is unhosted, 2 bad
-input, 3 refused by a safety gate.
+I/O: opens the cloud and the journal in the state dir, and writes the
+terminal. Each command only parses its options into an ``ActionRequest``,
+calls the operation (``l3ha.operations``: recover, gate, plan, execute,
+verify — every write through the executor) and prints what it did: a
+summary table (or ``-f json|yaml``) and the exit code 0 all done, 1 some
+moves failed or a router is unhosted, 2 bad input, 3 refused by a safety
+gate.
 """
 
 from __future__ import annotations
@@ -13,29 +14,27 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.common import add_cloud_options, open_cloud, warn_about_weights
+from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
+    action_request,
     add_force_option,
     add_placement_options,
     add_router_selection,
-    make_plan,
     plan_document,
     plan_footer,
     plan_rows,
 )
 from l3ha.model import Plan, Snapshot
+from l3ha.operations import Action
 
 if TYPE_CHECKING:
-    from l3ha.cloud.adapter import NeutronCloud
-    from l3ha.executor import Progress, RunResult
-    from l3ha.journal import Journal, OperationRecord
-
-DRAIN_MARK = "l3ha: drained"
+    from l3ha.executor import ExecutorOptions, Progress, RunResult
+    from l3ha.journal import Journal
+    from l3ha.operations import ActionResult
 
 
 def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +103,7 @@ def register(sub: Any) -> None:
     add_router_selection(p, positional=False)
     add_placement_options(p)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: _run_action("evacuate", a), finishes_interrupted=True)
+    p.set_defaults(func=lambda a: run_command(Action.EVACUATE, a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -118,7 +117,7 @@ def register(sub: Any) -> None:
     add_placement_options(p)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=_run_drain)
+    p.set_defaults(func=lambda a: run_command(Action.DRAIN, a))
 
     p = _action_parser(
         sub,
@@ -131,7 +130,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="cap the rebalance")
     add_placement_options(p, targets=False)
     add_execution_options(p)
-    p.set_defaults(func=_run_undrain)
+    p.set_defaults(func=lambda a: run_command(Action.UNDRAIN, a))
 
     p = _action_parser(
         sub,
@@ -144,7 +143,7 @@ def register(sub: Any) -> None:
     add_placement_options(p)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=lambda a: _run_action("migrate", a), finishes_interrupted=True)
+    p.set_defaults(func=lambda a: run_command(Action.MIGRATE, a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -157,7 +156,7 @@ def register(sub: Any) -> None:
     add_placement_options(p)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=lambda a: _run_action("rebalance", a), finishes_interrupted=True)
+    p.set_defaults(func=lambda a: run_command(Action.REBALANCE, a), finishes_interrupted=True)
 
     p = _action_parser(
         sub,
@@ -169,7 +168,7 @@ def register(sub: Any) -> None:
     add_placement_options(p, targets=False)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=lambda a: _run_action("repair", a), finishes_interrupted=True)
+    p.set_defaults(func=lambda a: run_command(Action.REPAIR, a), finishes_interrupted=True)
 
     p = sub.add_parser(
         "history",
@@ -208,29 +207,6 @@ def _say(text: str) -> None:
     sys.stderr.write(f"l3ha: {text}\n")
 
 
-def finish_interrupted(
-    cloud: NeutronCloud, journal: Journal, dry_run: bool
-) -> tuple[bool, list[OperationRecord]]:
-    """Finish the moves of operations a crash cut short, from the cloud's actual state.
-
-    Returns whether every router ended hosted, and the interrupted operations
-    (``repair`` then finishes what their plans had not reached yet).
-    """
-    from l3ha.clock import SystemClock
-    from l3ha.executor import recover
-
-    unfinished = journal.unfinished_operations()
-    if not unfinished:
-        return True, []
-    for op in unfinished:
-        _say(f"operation {op.id} ({op.kind}, started {op.started}) was interrupted; finishing it")
-    results = recover(cloud, journal, SystemClock(), dry_run=dry_run)
-    for result in results:
-        row = result.as_row()
-        _say(f"recovered router {row.get('router')}: {row.get('action')} {row.get('detail', '')}")
-    return all(r.ok for r in results), unfinished
-
-
 def _progress_printer() -> Any:
     if not sys.stderr.isatty():
         return None
@@ -246,38 +222,54 @@ def _progress_printer() -> Any:
     return show
 
 
-def execute_plan(
-    args: argparse.Namespace, cloud: NeutronCloud, snapshot: Snapshot, plan: Plan, action: str
-) -> int:
-    """Print (dry run) or run the plan; print the summary; return the exit code."""
-    if args.dry_run:
-        return print_plan(plan, snapshot, args.format)
-    from l3ha.clock import SystemClock
-    from l3ha.executor import Executor, ExecutorOptions, snapshot_candidates
+def executor_options(args: argparse.Namespace) -> ExecutorOptions:
+    """The execution options (``add_execution_options``) as executor options."""
+    from l3ha.executor import ExecutorOptions
 
-    options = ExecutorOptions(
+    return ExecutorOptions(
         concurrency=args.concurrency,
         rate=args.rate,
         burst=max(1, math.ceil(args.rate)) if args.rate else ExecutorOptions.burst,
         wait_ports=not args.no_wait,
         port_timeout=args.port_timeout,
+        dry_run=bool(args.dry_run),
     )
-    forced = bool(getattr(args, "force", False))
-    with open_journal(args) as journal:
-        executor = Executor(cloud, journal, SystemClock(), options)
-        result = executor.run(
-            plan,
-            action,
-            fallback_targets=snapshot_candidates(snapshot),
-            progress=_progress_printer(),
-            args={"command": action, "agent": getattr(args, "agent", None)},
-            require_dead_source=False if forced else None,
-        )
-    print_result(result, snapshot, args.format)
-    if plan.unplaceable:
-        _say(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
-        return max(result.exit_code, 1)
+
+
+def run_command(action: Action, args: argparse.Namespace) -> int:
+    """Build the request, run the operation, print every step; the exit code."""
+    from contextlib import nullcontext
+
+    from l3ha.cli.common import load_weight_policy
+    from l3ha.clock import SystemClock
+    from l3ha.operations import OperationContext, run_action
+
+    request = action_request(action, args, load_weight_policy(args), executor_options(args))
+    cloud = open_cloud(args)
+    needs_journal = not request.dry_run or _journal_exists(args)  # a dry run creates none
+    with open_journal(args) if needs_journal else nullcontext() as journal:
+        ctx = OperationContext(cloud, journal, SystemClock(), _say, _progress_printer())
+        result = run_action(ctx, request)
+    print_steps(result, args.format)
     return result.exit_code
+
+
+def print_steps(result: ActionResult, fmt: str) -> None:
+    """Every step of an action in order: plans (dry run), run summaries, agent changes."""
+    from l3ha.executor import AgentChangeOutcome
+    from l3ha.operations import Executed
+
+    for step in result.steps:
+        if isinstance(step, Executed):
+            if step.run.dry_run:
+                print_plan(step.plan, step.snapshot, fmt)
+            else:
+                print_result(step.run, step.snapshot, fmt)
+        elif step.result.outcome is AgentChangeOutcome.PLANNED:
+            change = step.result.change
+            verb = "enable" if change.admin_state_up else "disable"
+            then = " then" if change.admin_state_up is False else ""
+            sys.stdout.write(f"would{then} {verb} agent {change.host}\n")
 
 
 def print_plan(plan: Plan, snapshot: Snapshot, fmt: str) -> int:
@@ -311,119 +303,6 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     for warning in result.warnings:
         sys.stdout.write(f"warning: {warning}\n")
     sys.stdout.write(f"{result.action}: {len(result.results)} move(s) in {result.seconds:.1f} s\n")
-
-
-def _run_action(action: str, args: argparse.Namespace) -> int:
-    from l3ha.cli.common import load_weight_policy
-
-    weights = load_weight_policy(args)
-    cloud = open_cloud(args)
-    recovered_ok = True
-    interrupted: list[OperationRecord] = []
-    if not args.dry_run or _journal_exists(args):  # a dry run creates no journal
-        with open_journal(args) as journal:
-            recovered_ok, interrupted = finish_interrupted(cloud, journal, args.dry_run)
-    snapshot = cloud.read_snapshot(with_ha_state=action == "repair")
-    warn_about_weights(weights, snapshot)
-    plan = make_plan(action, args, snapshot, weights)
-    code = execute_plan(args, cloud, snapshot, plan, action)
-    if action == "repair":
-        code = max(code, _finish_interrupted_plans(args, cloud, interrupted))
-    return code if recovered_ok else max(code, 1)
-
-
-def _finish_interrupted_plans(
-    args: argparse.Namespace, cloud: NeutronCloud, interrupted: list[OperationRecord]
-) -> int:
-    """Run again the evacuations and drains a crash cut short, on today's cloud."""
-    from l3ha.errors import SafetyHaltError
-
-    code = 0
-    for op in interrupted:
-        agent = op.args.get("agent")
-        if op.kind not in ("evacuate", "drain") or not isinstance(agent, str):
-            continue
-        source = cloud.read_snapshot().find_agent(agent)
-        if op.kind == "evacuate" and source.alive and source.admin_state_up:
-            _say(f"agent {source.host} is alive again: its interrupted evacuation is not resumed")
-            continue
-        _say(f"finishing the {op.kind} of {agent} that operation {op.id} began")
-        again = _with(args, agent=agent)
-        try:
-            step = _run_action("evacuate", again) if op.kind == "evacuate" else _run_drain(again)
-        except SafetyHaltError as exc:
-            _say(f"not finishing the {op.kind} of {agent}: {exc}")
-            step = exc.exit_code
-        code = max(code, step)
-    return code
-
-
-def _with(args: argparse.Namespace, **changes: object) -> argparse.Namespace:
-    defaults: dict[str, object] = {
-        "to": [],
-        "routers": [],
-        "router_file": None,
-        "skip_unknown": False,
-        "force": False,
-        "max_moves": None,
-    }
-    return argparse.Namespace(**{**defaults, **vars(args), **changes})
-
-
-def _run_drain(args: argparse.Namespace) -> int:
-    """Move routers away first (a disabled agent tears its routers down), then disable."""
-    from l3ha.cli.common import load_weight_policy
-
-    weights = load_weight_policy(args)
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot()
-    warn_about_weights(weights, snapshot)
-    agent = snapshot.find_agent(args.agent)
-    plan = make_plan("drain", args, snapshot, weights)
-    code = execute_plan(args, cloud, snapshot, plan, "drain")
-    if args.dry_run:
-        sys.stdout.write(f"would then disable agent {agent.host}\n")
-        return code
-    left = cloud.read_snapshot().bindings_of_agent(agent.id)
-    if code != 0 or left:
-        _say(
-            f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
-            "(a disabled agent tears its routers down); fix the cause and drain again"
-        )
-        return max(code, 1)
-    cloud.set_admin_state(agent.id, False)
-    cloud.set_description(agent.id, f"{DRAIN_MARK} {snapshot.observed_at}".strip())
-    _say(f"agent {agent.host} disabled")
-    snapshot = cloud.read_snapshot()
-    if snapshot.bindings_of_agent(agent.id):
-        _say(f"{len(snapshot.bindings_of_agent(agent.id))} router(s) landed meanwhile; moving them")
-        plan = make_plan("drain", args, snapshot, weights)
-        code = max(code, execute_plan(args, cloud, snapshot, plan, "drain"))
-    return code
-
-
-def _run_undrain(args: argparse.Namespace) -> int:
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot()
-    agent = snapshot.find_agent(args.agent)
-    if args.dry_run:
-        sys.stdout.write(f"would enable agent {agent.host}\n")
-    else:
-        cloud.set_admin_state(agent.id, True)
-        if agent.description.startswith(DRAIN_MARK):
-            cloud.set_description(agent.id, "")
-        _say(f"agent {agent.host} enabled")
-    if not args.rebalance:
-        return 0
-    if args.dry_run:  # plan as if the agent were already enabled
-        from l3ha.cli.common import load_weight_policy
-
-        enabled = replace(agent, admin_state_up=True)
-        agents = tuple(enabled if a.id == agent.id else a for a in snapshot.agents)
-        world = replace(snapshot, agents=agents)
-        plan = make_plan("rebalance", _with(args), world, load_weight_policy(args))
-        return print_plan(plan, world, args.format)
-    return _run_action("rebalance", _with(args))
 
 
 def _run_history(args: argparse.Namespace) -> int:

@@ -1,34 +1,23 @@
 """``l3ha ha audit`` and ``l3ha ha repair``: HA router state audit and redundancy repair.
 
-I/O: reads the cloud (with each replica's ``ha_state``); ``repair`` changes it
-through the executor. Exit codes of ``audit`` follow ``l3ha check``: 0 OK,
-1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+I/O: reads the cloud (with each replica's ``ha_state``); ``repair`` runs the
+``ha-repair`` operation (every write through the executor). Exit codes of
+``audit`` follow ``l3ha check``: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from typing import Any
 
-from l3ha.cli.actions import add_execution_options, execute_plan
+from l3ha.cli.actions import add_execution_options, run_command
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import (
-    add_cloud_options,
-    add_snapshot_option,
-    open_cloud,
-    read_world,
-    warn_about_weights,
-)
+from l3ha.cli.common import add_cloud_options, add_snapshot_option, read_world
 from l3ha.cli.ha import ha_group
 from l3ha.cli.output import add_format_options, emit
-from l3ha.cli.planning import (
-    add_force_option,
-    add_placement_options,
-    gate_fleet,
-    placement_from_args,
-)
+from l3ha.cli.planning import add_force_option, add_placement_options
+from l3ha.operations import Action
 
 
 def register(subparsers: Any) -> None:
@@ -102,20 +91,4 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_repair(args: argparse.Namespace) -> int:
-    from l3ha.cli.common import load_weight_policy
-    from l3ha.planner import plan_repair
-
-    weights = load_weight_policy(args)
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot(with_ha_state=True)
-    warn_about_weights(weights, snapshot)
-    gate_fleet("repair HA routers", args, snapshot)
-    plan = plan_repair(snapshot, placement_from_args(args, snapshot), weights)
-    ha_ids = {r.id for r in snapshot.routers if r.ha}
-    plan = replace(
-        plan,
-        action="ha-repair",
-        moves=tuple(m for m in plan.moves if m.router_id in ha_ids),
-        unplaceable=tuple(u for u in plan.unplaceable if u.router_id in ha_ids),
-    )
-    return execute_plan(args, cloud, snapshot, plan, "ha-repair")
+    return run_command(Action.HA_REPAIR, args)

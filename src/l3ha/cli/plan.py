@@ -18,11 +18,12 @@ from l3ha.cli.common import (
 )
 from l3ha.cli.output import add_format_options
 from l3ha.cli.planning import (
+    action_request,
     add_force_option,
     add_placement_options,
     add_router_selection,
-    make_plan,
 )
+from l3ha.operations import PLANNABLE, Action, make_plan
 
 
 def register(sub: Any) -> None:
@@ -37,8 +38,9 @@ def register(sub: Any) -> None:
         "rebalance": "plan evening out routers over every live agent",
         "repair": "plan binding unhosted routers and replacing dead HA replicas",
     }
-    for action, help_text in specs.items():
-        p = group.add_parser(action, help=help_text, description=help_text)
+    for action in PLANNABLE:
+        help_text = specs[action.value]
+        p = group.add_parser(action.value, help=help_text, description=help_text)
         if action in ("evacuate", "drain"):
             p.add_argument("agent", metavar="AGENT", help="host name or agent id")
         add_force_option(p, evacuate=action == "evacuate")
@@ -57,11 +59,11 @@ def register(sub: Any) -> None:
         p.set_defaults(func=lambda a, action=action: _run_plan(action, a))
 
 
-def _run_plan(action: str, args: argparse.Namespace) -> int:
+def _run_plan(action: Action, args: argparse.Namespace) -> int:
     from l3ha.cli.actions import print_plan
     from l3ha.cli.common import load_weight_policy
 
-    weights = load_weight_policy(args)
+    request = action_request(action, args, load_weight_policy(args))
     snapshot = read_world(args)
-    warn_about_weights(weights, snapshot)
-    return print_plan(make_plan(action, args, snapshot, weights), snapshot, args.format)
+    warn_about_weights(request.weights, snapshot)
+    return print_plan(make_plan(request, snapshot), snapshot, args.format)

@@ -1,33 +1,23 @@
-"""Options into plans: placement, router lists, safety gates. I/O: reads --router-file only.
+"""Options into action requests, and plans into rows. I/O: reads --router-file only.
 
 Shared by the action commands (``evacuate``, ``drain``, ``migrate``,
-``rebalance``, ``repair``) and by ``l3ha plan``, so that a plan made offline
-from a snapshot is exactly the plan the action would run.
+``rebalance``, ``repair``, ``ha repair``) and by ``l3ha plan``: both build
+the same ``ActionRequest`` and plan it with ``l3ha.operations.make_plan``, so
+a plan made offline from a snapshot is exactly the plan the action would run.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int
-from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
-from l3ha.health import HealthPolicy, api_fleet_gate
-from l3ha.model import Halt, Plan, Snapshot
-from l3ha.planner import (
-    PlacementPolicy,
-    plan_drain,
-    plan_evacuate,
-    plan_migrate,
-    plan_rebalance,
-    plan_repair,
-)
+from l3ha.errors import BadInputError
+from l3ha.executor import ExecutorOptions
+from l3ha.model import Plan, Snapshot
+from l3ha.operations import Action, ActionRequest, PlacementRequest
 from l3ha.weights import WeightPolicy
-
-ACTIONS = ("evacuate", "drain", "migrate", "rebalance", "repair")
 
 
 def add_placement_options(parser: argparse.ArgumentParser, targets: bool = True) -> None:
@@ -110,113 +100,45 @@ def read_router_file(path: str) -> list[str]:
     return refs
 
 
-def selected_router_ids(
-    args: argparse.Namespace, snapshot: Snapshot
-) -> tuple[list[str] | None, list[str]]:
-    """The routers the options name (ids, in order, no duplicates; None: all) and the
-    unknown names skipped with ``--skip-unknown``."""
+def router_refs(args: argparse.Namespace) -> tuple[str, ...]:
+    """The routers named by ``ROUTER…``/``--router`` and ``--router-file``, in order."""
     refs = list(getattr(args, "routers", None) or [])
     if getattr(args, "router_file", None):
         refs += read_router_file(args.router_file)
         if not refs:
             raise BadInputError(f"router file {args.router_file} names no routers")
-    if not refs:
-        return None, []
-    ids: list[str] = []
-    unknown: list[str] = []
-    for ref in dict.fromkeys(refs):
-        try:
-            ids.append(snapshot.find_router(ref).id)
-        except NotFoundError:
-            unknown.append(ref)
-    if unknown and not getattr(args, "skip_unknown", False):
-        raise NotFoundError(
-            f"{len(unknown)} unknown router(s): {candidates_text(unknown, 20)}; nothing was "
-            "changed (use --skip-unknown to move the others)"
-        )
-    return list(dict.fromkeys(ids)), unknown
+    return tuple(refs)
 
 
-def placement_from_args(args: argparse.Namespace, snapshot: Snapshot) -> PlacementPolicy:
-    """The placement policy the options describe; ``--to`` agents resolved to ids."""
-    refs: Sequence[str] = getattr(args, "to", None) or []
-    allowed = frozenset(snapshot.find_agent(ref).id for ref in refs) if refs else None
-    return PlacementPolicy(
+def placement_request(args: argparse.Namespace) -> PlacementRequest:
+    """The placement options as a request (agents still named as the operator named them)."""
+    return PlacementRequest(
+        to=tuple(getattr(args, "to", None) or ()),
         max_routers_per_agent=getattr(args, "max_routers_per_agent", None),
         max_weight_per_agent=getattr(args, "max_weight_per_agent", None),
         strict_az=bool(getattr(args, "strict_az", False)),
-        allowed_targets=allowed,
     )
 
 
-def _gate_evacuation(args: argparse.Namespace, snapshot: Snapshot, agent_ref: str) -> str:
-    """The source agent's id, after the live-agent gate of an evacuation."""
-    agent = snapshot.find_agent(agent_ref)
-    if agent.alive and agent.admin_state_up and not getattr(args, "force", False):
-        raise SafetyHaltError(
-            f"agent {agent.host} is alive and enabled: use 'l3ha drain {agent.host}' to move its "
-            "routers away make-before-break (or evacuate --force)"
-        )
-    return agent.id
-
-
-def gate_fleet(action: str, args: argparse.Namespace, snapshot: Snapshot) -> None:
-    """Refuse every action while many agents look dead at once (safety rules 1, 2, 9)."""
-    if getattr(args, "force", False):
-        return
-    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
-    if halt is not None:
-        raise SafetyHaltError(f"{halt.message}; refusing to {action} (override with --force)")
-
-
-def _check_hosted_by(snapshot: Snapshot, router_ids: list[str], agent_id: str) -> None:
-    hosted = {b.router_id for b in snapshot.bindings_of_agent(agent_id)}
-    elsewhere = [r for r in router_ids if r not in hosted]
-    if elsewhere:
-        host = snapshot.agents_by_id[agent_id].host
-        raise BadInputError(
-            f"{len(elsewhere)} router(s) not hosted by {host}: {candidates_text(elsewhere, 20)}; "
-            "nothing was changed"
-        )
-
-
-def make_plan(
-    action: str, args: argparse.Namespace, snapshot: Snapshot, weights: WeightPolicy
-) -> Plan:
-    """Plan ``action`` on ``snapshot`` as the options say; a Halt becomes SafetyHaltError."""
-    placement = placement_from_args(args, snapshot)
-    skipped: list[str] = []
-    result: Plan | Halt
-    if action == "evacuate":
-        source = _gate_evacuation(args, snapshot, args.agent)
-        gate_fleet(action, args, snapshot)
-        routers, skipped = selected_router_ids(args, snapshot)
-        if routers is not None:
-            _check_hosted_by(snapshot, routers, source)
-        result = plan_evacuate(snapshot, source, placement, weights, router_ids=routers)
-    elif action == "drain":
-        gate_fleet(action, args, snapshot)
-        result = plan_drain(snapshot, snapshot.find_agent(args.agent).id, placement, weights)
-    elif action == "migrate":
-        routers, skipped = selected_router_ids(args, snapshot)
-        if not routers:
-            raise BadInputError("name the routers to migrate (ROUTER... or --router-file FILE)")
-        gate_fleet(action, args, snapshot)
-        result = plan_migrate(snapshot, routers, placement, weights)
-    elif action == "rebalance":
-        gate_fleet(action, args, snapshot)
-        result = plan_rebalance(snapshot, placement, weights, max_moves=args.max_moves)
-    elif action == "repair":
-        gate_fleet(action, args, snapshot)
-        result = plan_repair(snapshot, placement, weights)
-    else:
-        raise BadInputError(f"unknown action {action!r}; actions are: {', '.join(ACTIONS)}")
-    if isinstance(result, Halt):
-        raise SafetyHaltError(f"{result.reason.value}: {result.message}")
-    if skipped:
-        note = f"skipped {len(skipped)} unknown router(s): {candidates_text(skipped, 20)}"
-        result = replace(result, warnings=(*result.warnings, note))
-    return result
+def action_request(
+    action: Action,
+    args: argparse.Namespace,
+    weights: WeightPolicy,
+    execution: ExecutorOptions | None = None,
+) -> ActionRequest:
+    """The request the options of an action command (or ``l3ha plan``) describe."""
+    return ActionRequest(
+        action=action,
+        weights=weights,
+        execution=execution or ExecutorOptions(dry_run=True),
+        placement=placement_request(args),
+        agent=getattr(args, "agent", None),
+        routers=router_refs(args),
+        skip_unknown=bool(getattr(args, "skip_unknown", False)),
+        force=bool(getattr(args, "force", False)),
+        max_moves=getattr(args, "max_moves", None),
+        rebalance_after=bool(getattr(args, "rebalance", False)),
+    )
 
 
 def _host(snapshot: Snapshot, agent_id: str | None) -> str:

@@ -39,8 +39,13 @@ class Cloud(Protocol):
         """Every router."""
         ...
 
-    def read_snapshot(self) -> Snapshot:
-        """Agents, routers and bindings (per-agent calls made concurrently)."""
+    def read_snapshot(self, with_ha_state: bool = False) -> Snapshot:
+        """Agents, routers and bindings (per-agent calls made concurrently);
+        ``with_ha_state`` adds each HA replica's ``ha_state``."""
+        ...
+
+    def routers_on_agent(self, agent_id: str) -> list[Binding]:
+        """The bindings of the routers one agent hosts, read fresh."""
         ...
 
     def router_bindings(self, router_id: str) -> list[Binding]:

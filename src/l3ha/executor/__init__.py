@@ -3,10 +3,13 @@
 ``Executor(cloud, journal, clock, options).run(plan, kind)`` runs a plan within
 budgets (concurrency, per-target in-flight, token-bucket rate), re-checks the
 source before each move, records every step in the journal, retries, falls
-back, rolls back, and waits for ports; ``recover`` finishes an operation a
-crash interrupted, from the cloud's actual state.
+back, rolls back, and waits for ports; ``change_agent`` sets an agent's admin
+state or description the same way (journalled, read back, dry run);
+``recover`` finishes an operation a crash interrupted, from the cloud's
+actual state.
 """
 
+from l3ha.executor.agents import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.candidates import FallbackTargets, snapshot_candidates
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import MoveOutcome, MoveResult, Progress, RunResult
@@ -15,6 +18,9 @@ from l3ha.executor.recovery import RecoveryAction, RecoveryResult, recover
 from l3ha.executor.runner import Executor
 
 __all__ = [
+    "AgentChange",
+    "AgentChangeOutcome",
+    "AgentChangeResult",
     "Executor",
     "ExecutorOptions",
     "FallbackTargets",

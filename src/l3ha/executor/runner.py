@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.errors import BadInputError
+from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
 from l3ha.executor.candidates import FallbackTargets, candidate_list
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
@@ -34,7 +35,7 @@ from l3ha.executor.ratelimit import TargetSlots, TokenBucket
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
 from l3ha.journal import Journal, OperationStatus
-from l3ha.model import Move, MoveKind, Plan
+from l3ha.model import Agent, Move, MoveKind, Plan
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,22 @@ class Executor:
             journal=self.journal,
         )
         return run.execute(dict(args or {}), warnings)
+
+    def change_agent(self, change: AgentChange, current: Agent | None = None) -> AgentChangeResult:
+        """Change an agent's admin state or description (``l3ha.executor.agents``).
+
+        ``current``: the agent as last seen, so that a change to what already
+        is writes nothing. Honours dry run like ``run``.
+        """
+        return change_agent(
+            self.cloud,
+            self.journal,
+            self.clock,
+            change,
+            dry_run=self.options.dry_run,
+            current_admin_state=current.admin_state_up if current else None,
+            current_description=current.description if current else None,
+        )
 
 
 class _Run:

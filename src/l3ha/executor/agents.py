@@ -1,0 +1,130 @@
+"""Changes to an agent itself (admin state, description). I/O: cloud, journal.
+
+Drain disables an agent and marks it; undrain enables it and clears the mark.
+Those writes go through here, like every router move goes through the
+runner: the intent is journalled (fsynced) before the first write, the
+adapter reads each write back, the outcome is recorded, and a dry run
+writes nothing and reports what it would do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.errors import BadInputError, L3haError
+from l3ha.journal import Journal, OperationStatus
+
+log = logging.getLogger(__name__)
+
+#: The journal's operation kind of an agent change.
+AGENT_CHANGE_KIND = "agent-state"
+
+
+class AgentChangeOutcome(StrEnum):
+    """How one agent change ended."""
+
+    PLANNED = "planned"  # dry run: nothing written
+    DONE = "done"  # written and read back
+    UNCHANGED = "unchanged"  # the agent already was as asked
+    FAILED = "failed"  # refused or not read back as asked (see detail)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChange:
+    """Set an agent's admin state and/or description, with the reason an operator reads.
+
+    ``None`` leaves a field as it is. ``host`` is for messages only.
+    """
+
+    agent_id: str
+    host: str
+    reason: str
+    admin_state_up: bool | None = None
+    description: str | None = None
+
+    def as_args(self) -> dict[str, object]:
+        return {
+            "agent": self.agent_id,
+            "host": self.host,
+            "admin_state_up": self.admin_state_up,
+            "description": self.description,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChangeResult:
+    """The outcome of one ``AgentChange``."""
+
+    change: AgentChange
+    outcome: AgentChangeOutcome
+    detail: str = ""
+    operation_id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is not AgentChangeOutcome.FAILED
+
+
+def change_agent(
+    cloud: Cloud,
+    journal: Journal | None,
+    clock: Clock,
+    change: AgentChange,
+    *,
+    dry_run: bool,
+    current_admin_state: bool | None = None,
+    current_description: str | None = None,
+) -> AgentChangeResult:
+    """Apply ``change`` (see the module docstring); never raises a cloud error.
+
+    ``current_*``: what the caller last saw, so a change that changes nothing
+    is reported ``unchanged`` without a write.
+    """
+    wanted = _fields_to_write(change, current_admin_state, current_description)
+    if not wanted:
+        return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
+    if dry_run:
+        return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
+    if journal is None:
+        raise BadInputError("the executor needs a journal unless it is a dry run")
+    started = clock.monotonic()
+    op_id, _ = journal.begin_operation(AGENT_CHANGE_KIND, change.as_args())
+    try:
+        for field in wanted:
+            if field == "admin_state_up":
+                cloud.set_admin_state(change.agent_id, bool(change.admin_state_up))
+            else:
+                cloud.set_description(change.agent_id, change.description or "")
+    except L3haError as exc:
+        log.error("changing agent %s failed: %s", change.host, exc)
+        _finish(journal, op_id, OperationStatus.FAILED, str(exc), clock.monotonic() - started)
+        return AgentChangeResult(change, AgentChangeOutcome.FAILED, str(exc), op_id)
+    except BaseException:
+        journal.abandon(op_id)
+        raise
+    _finish(journal, op_id, OperationStatus.DONE, change.reason, clock.monotonic() - started)
+    return AgentChangeResult(change, AgentChangeOutcome.DONE, change.reason, op_id)
+
+
+def _fields_to_write(
+    change: AgentChange, admin_state: bool | None, description: str | None
+) -> list[str]:
+    fields = []
+    if change.admin_state_up is not None and change.admin_state_up != admin_state:
+        fields.append("admin_state_up")
+    if change.description is not None and change.description != description:
+        fields.append("description")
+    return fields
+
+
+def _finish(
+    journal: Journal, op_id: int, status: OperationStatus, detail: str, seconds: float
+) -> None:
+    summary = json.dumps({"detail": detail, "seconds": round(seconds, 3)})
+    journal.finish_operation(op_id, status, summary)

@@ -1,0 +1,57 @@
+"""Operations: one function per action (gate, plan, execute, verify). Package only (no I/O here).
+
+The command line, the watch daemon and rolling maintenance call these and
+nothing else to change the cloud: ``run_action(ctx, request)`` with an
+``OperationContext`` (cloud, journal, clock, notices) and an
+``ActionRequest`` returns an ``ActionResult``. ``make_plan`` is the same
+planning step, for ``l3ha plan`` offline.
+"""
+
+from l3ha.operations.actions import (
+    drain,
+    evacuate,
+    ha_repair,
+    migrate,
+    rebalance,
+    repair,
+    run_action,
+    undrain,
+)
+from l3ha.operations.context import OperationContext
+from l3ha.operations.interrupted import finish_interrupted
+from l3ha.operations.planning import make_plan, resolve_placement
+from l3ha.operations.request import (
+    DRAIN_MARK,
+    PLANNABLE,
+    Action,
+    ActionRequest,
+    ActionResult,
+    AgentChanged,
+    Executed,
+    PlacementRequest,
+    Step,
+)
+
+__all__ = [
+    "DRAIN_MARK",
+    "PLANNABLE",
+    "Action",
+    "ActionRequest",
+    "ActionResult",
+    "AgentChanged",
+    "Executed",
+    "OperationContext",
+    "PlacementRequest",
+    "Step",
+    "drain",
+    "evacuate",
+    "finish_interrupted",
+    "ha_repair",
+    "make_plan",
+    "migrate",
+    "rebalance",
+    "repair",
+    "resolve_placement",
+    "run_action",
+    "undrain",
+]

@@ -1,0 +1,263 @@
+"""One function per action: gate, plan, execute, verify. I/O: cloud, journal (via the context).
+
+``run_action(ctx, request)`` dispatches to ``evacuate``, ``drain``,
+``undrain``, ``migrate``, ``rebalance``, ``repair`` and ``ha_repair``; the
+command line, the watch daemon and rolling maintenance all call these, so an
+action behaves the same whoever asks. Every write goes through the executor
+(router moves and agent changes alike), so dry run, the journal and
+read-back cover all of it. Gates raise ``SafetyHaltError`` before anything
+is written; notices for the operator go to ``ctx.notify``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from l3ha.errors import SafetyHaltError
+from l3ha.executor import AgentChange, MoveOutcome, RunResult, snapshot_candidates
+from l3ha.journal import OperationRecord
+from l3ha.model import Agent, MoveKind, Plan, Snapshot
+from l3ha.operations.context import OperationContext
+from l3ha.operations.interrupted import finish_interrupted
+from l3ha.operations.planning import make_plan
+from l3ha.operations.request import (
+    DRAIN_MARK,
+    Action,
+    ActionRequest,
+    ActionResult,
+    AgentChanged,
+    Executed,
+    Step,
+)
+from l3ha.weights import weight_warnings
+
+#: Actions that first finish what a crash interrupted (from the journal).
+FINISHES_INTERRUPTED = frozenset({Action.EVACUATE, Action.MIGRATE, Action.REBALANCE, Action.REPAIR})
+
+
+def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Run the request's action (see the module docstring)."""
+    handlers = {
+        Action.EVACUATE: evacuate,
+        Action.DRAIN: drain,
+        Action.UNDRAIN: undrain,
+        Action.MIGRATE: migrate,
+        Action.REBALANCE: rebalance,
+        Action.REPAIR: repair,
+        Action.HA_REPAIR: ha_repair,
+    }
+    return handlers[request.action](ctx, request)
+
+
+def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Every router (or the named ones) off a dead agent; verified: none left there."""
+    result = _plan_and_run(ctx, request)
+    step = result.steps[-1] if result.steps else None
+    if isinstance(step, Executed) and not request.dry_run:
+        source = step.snapshot.find_agent(request.agent or "")
+        problems = _left_on(ctx, source, step.run)
+        result = replace(result, problems=(*result.problems, *problems))
+    return result
+
+
+def migrate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """The named routers to the best targets (or ``placement.to``)."""
+    return _plan_and_run(ctx, request)
+
+
+def rebalance(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Even out routers over every live agent with the fewest moves."""
+    return _plan_and_run(ctx, request)
+
+
+def ha_repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Replace HA replicas on dead or disabled agents; the active one is never moved."""
+    snapshot = ctx.observe(with_ha_state=True)
+    _warn_about_weights(ctx, request, snapshot)
+    plan = make_plan(request, snapshot)
+    return ActionResult(request.action, (_execute(ctx, request, snapshot, plan),))
+
+
+def repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Finish interrupted work, bind unhosted routers, replace dead HA replicas; then run
+    again the evacuations and drains a crash cut short."""
+    recovered_ok, interrupted = _recover(ctx, request)
+    snapshot = ctx.observe(with_ha_state=True)
+    _warn_about_weights(ctx, request, snapshot)
+    step = _execute(ctx, request, snapshot, make_plan(request, snapshot))
+    code = _finish_interrupted_plans(ctx, request, interrupted)
+    return ActionResult(request.action, (step,), recovered_ok=recovered_ok, follow_up_code=code)
+
+
+def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Move routers off a live agent, then disable it (a disabled agent tears its routers
+    down, so it is disabled only once none is left), then sweep up late arrivals."""
+    snapshot = ctx.observe()
+    _warn_about_weights(ctx, request, snapshot)
+    agent = snapshot.find_agent(request.agent or "")
+    first = _execute(ctx, request, snapshot, make_plan(request, snapshot))
+    steps: list[Step] = [first]
+    change = AgentChange(
+        agent.id,
+        agent.host,
+        "drain: no router left on the agent",
+        admin_state_up=False,
+        description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
+    )
+    if request.dry_run:
+        steps.append(AgentChanged(ctx.executor(request.execution).change_agent(change)))
+        return ActionResult(request.action, tuple(steps))
+    left = ctx.cloud.routers_on_agent(agent.id)
+    if first.exit_code != 0 or left:
+        ctx.notify(
+            f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
+            "(a disabled agent tears its routers down); fix the cause and drain again"
+        )
+        return ActionResult(request.action, tuple(steps), problems=("agent left enabled",))
+    disabled = ctx.executor(request.execution).change_agent(change, agent)
+    steps.append(AgentChanged(disabled))
+    if not disabled.ok:
+        ctx.notify(f"agent {agent.host} could not be disabled: {disabled.detail}")
+        return ActionResult(request.action, tuple(steps))
+    ctx.notify(f"agent {agent.host} disabled")
+    snapshot = ctx.observe()
+    late = snapshot.bindings_of_agent(agent.id)
+    if late:
+        ctx.notify(f"{len(late)} router(s) landed meanwhile; moving them")
+        steps.append(_execute(ctx, request, snapshot, make_plan(request, snapshot)))
+    return ActionResult(request.action, tuple(steps))
+
+
+def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Enable an agent again (clearing l3ha's drain mark); with ``rebalance_after``, refill it."""
+    snapshot = ctx.observe()
+    agent = snapshot.find_agent(request.agent or "")
+    change = AgentChange(
+        agent.id,
+        agent.host,
+        "undrain: back in service",
+        admin_state_up=True,
+        description="" if agent.description.startswith(DRAIN_MARK) else None,
+    )
+    enabled = ctx.executor(request.execution).change_agent(change)
+    steps: list[Step] = [AgentChanged(enabled)]
+    if not enabled.ok:
+        ctx.notify(f"agent {agent.host} could not be enabled: {enabled.detail}")
+        return ActionResult(request.action, tuple(steps))
+    if not request.dry_run:
+        ctx.notify(f"agent {agent.host} enabled")
+    if not request.rebalance_after:
+        return ActionResult(request.action, tuple(steps))
+    again = replace(request, action=Action.REBALANCE)
+    if request.dry_run:  # plan as if the agent were already enabled
+        world = _with_agent(snapshot, replace(agent, admin_state_up=True))
+        steps.append(_execute(ctx, again, world, make_plan(again, world)))
+        return ActionResult(request.action, tuple(steps))
+    refill = rebalance(ctx, again)
+    return replace(refill, action=request.action, steps=(*steps, *refill.steps))
+
+
+# --- the shared flow ---------------------------------------------------------
+
+
+def _plan_and_run(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Recover interrupted work, observe, gate and plan, execute."""
+    recovered_ok, _ = _recover(ctx, request)
+    snapshot = ctx.observe(with_ha_state=request.action is Action.REPAIR)
+    _warn_about_weights(ctx, request, snapshot)
+    plan = make_plan(request, snapshot)
+    step = _execute(ctx, request, snapshot, plan)
+    return ActionResult(request.action, (step,), recovered_ok=recovered_ok)
+
+
+def _recover(ctx: OperationContext, request: ActionRequest) -> tuple[bool, list[OperationRecord]]:
+    if request.action not in FINISHES_INTERRUPTED:
+        return True, []
+    return finish_interrupted(ctx, request.dry_run)
+
+
+def _execute(
+    ctx: OperationContext, request: ActionRequest, snapshot: Snapshot, plan: Plan
+) -> Executed:
+    """Hand the plan to the executor (in dry-run mode it reports the plan)."""
+    run = ctx.executor(request.execution).run(
+        plan,
+        request.action.value,
+        fallback_targets=snapshot_candidates(snapshot),
+        progress=ctx.progress,
+        args={
+            "command": request.action.value,
+            "agent": request.agent,
+            **dict(request.journal_args),
+        },
+        require_dead_source=False if request.force else None,
+    )
+    if plan.unplaceable and not request.dry_run:
+        ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
+    return Executed(plan, snapshot, run)
+
+
+def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str, ...]:
+    """Verify an evacuation: no router reported moved off the source is still on it."""
+    moved = {
+        r.router_id
+        for r in run.results
+        if r.move.source == source.id
+        and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
+        and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
+    }
+    if not moved:
+        return ()
+    still = sorted(
+        b.router_id for b in ctx.cloud.routers_on_agent(source.id) if b.router_id in moved
+    )
+    for router_id in still:
+        ctx.notify(f"router {router_id} was reported moved but is still on {source.host}")
+    if not still:
+        return ()
+    return (f"{len(still)} router(s) still on {source.host} after the evacuation",)
+
+
+def _warn_about_weights(ctx: OperationContext, request: ActionRequest, snapshot: Snapshot) -> None:
+    for warning in weight_warnings(request.weights, snapshot.routers):
+        ctx.notify(f"warning: {warning}")
+
+
+def _with_agent(snapshot: Snapshot, agent: Agent) -> Snapshot:
+    agents = tuple(agent if a.id == agent.id else a for a in snapshot.agents)
+    return replace(snapshot, agents=agents)
+
+
+def _finish_interrupted_plans(
+    ctx: OperationContext, request: ActionRequest, interrupted: list[OperationRecord]
+) -> int:
+    """Run again the evacuations and drains a crash cut short, on today's cloud."""
+    code = 0
+    for op in interrupted:
+        agent_ref = op.args.get("agent")
+        if op.kind not in ("evacuate", "drain") or not isinstance(agent_ref, str):
+            continue
+        source = ctx.observe().find_agent(agent_ref)
+        if op.kind == "evacuate" and source.alive and source.admin_state_up:
+            ctx.notify(
+                f"agent {source.host} is alive again: its interrupted evacuation is not resumed"
+            )
+            continue
+        ctx.notify(f"finishing the {op.kind} of {agent_ref} that operation {op.id} began")
+        again = replace(
+            request,
+            action=Action(op.kind),
+            agent=agent_ref,
+            routers=(),
+            skip_unknown=False,
+            force=False,
+            placement=replace(request.placement, to=()),
+            max_moves=None,
+        )
+        try:
+            step = run_action(ctx, again).exit_code
+        except SafetyHaltError as exc:
+            ctx.notify(f"not finishing the {op.kind} of {agent_ref}: {exc}")
+            step = exc.exit_code
+        code = max(code, step)
+    return code

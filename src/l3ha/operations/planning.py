@@ -1,0 +1,152 @@
+"""Requests into plans: the safety gates, router selection and placement. Pure.
+
+``make_plan`` is what every action plans with and what ``l3ha plan`` shows
+offline from a snapshot, so the two can never differ. A refusal is raised as
+``SafetyHaltError`` (exit 3), bad input as ``BadInputError``/``NotFoundError``
+(exit 2); nothing has been changed when either is raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
+from l3ha.health import HealthPolicy, api_fleet_gate
+from l3ha.model import Halt, Plan, Snapshot
+from l3ha.operations.request import Action, ActionRequest, PlacementRequest
+from l3ha.planner import (
+    PlacementPolicy,
+    plan_drain,
+    plan_evacuate,
+    plan_migrate,
+    plan_rebalance,
+    plan_repair,
+)
+
+#: What the fleet gate's refusal says each action would have done.
+_GATE_WORDS = {Action.HA_REPAIR: "repair HA routers"}
+
+
+def resolve_placement(request: PlacementRequest, snapshot: Snapshot) -> PlacementPolicy:
+    """The placement policy of a request; ``to`` agents resolved to ids."""
+    allowed = frozenset(snapshot.find_agent(ref).id for ref in request.to) if request.to else None
+    return PlacementPolicy(
+        max_routers_per_agent=request.max_routers_per_agent,
+        max_weight_per_agent=request.max_weight_per_agent,
+        strict_az=request.strict_az,
+        allowed_targets=allowed,
+    )
+
+
+def select_routers(
+    request: ActionRequest, snapshot: Snapshot
+) -> tuple[list[str] | None, list[str]]:
+    """The routers the request names (ids, in order, no duplicates; None: all) and the
+    unknown names skipped with ``skip_unknown``."""
+    if not request.routers:
+        return None, []
+    ids: list[str] = []
+    unknown: list[str] = []
+    for ref in dict.fromkeys(request.routers):
+        try:
+            ids.append(snapshot.find_router(ref).id)
+        except NotFoundError:
+            unknown.append(ref)
+    if unknown and not request.skip_unknown:
+        raise NotFoundError(
+            f"{len(unknown)} unknown router(s): {candidates_text(unknown, 20)}; nothing was "
+            "changed (use --skip-unknown to move the others)"
+        )
+    return list(dict.fromkeys(ids)), unknown
+
+
+def gate_fleet(request: ActionRequest, snapshot: Snapshot) -> None:
+    """Refuse every action while many agents look dead at once (safety rules 1, 2, 9)."""
+    if request.force:
+        return
+    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
+    if halt is not None:
+        action = _GATE_WORDS.get(request.action, request.action.value)
+        raise SafetyHaltError(f"{halt.message}; refusing to {action} (override with --force)")
+
+
+def _evacuation_source(request: ActionRequest, snapshot: Snapshot) -> str:
+    """The source agent's id, after the live-agent gate of an evacuation."""
+    agent = snapshot.find_agent(_agent_ref(request))
+    if agent.alive and agent.admin_state_up and not request.force:
+        raise SafetyHaltError(
+            f"agent {agent.host} is alive and enabled: use 'l3ha drain {agent.host}' to move its "
+            "routers away make-before-break (or evacuate --force)"
+        )
+    return agent.id
+
+
+def _agent_ref(request: ActionRequest) -> str:
+    if not request.agent:
+        raise BadInputError(f"{request.action.value} needs an agent (host name or id)")
+    return request.agent
+
+
+def _check_hosted_by(snapshot: Snapshot, router_ids: list[str], agent_id: str) -> None:
+    hosted = {b.router_id for b in snapshot.bindings_of_agent(agent_id)}
+    elsewhere = [r for r in router_ids if r not in hosted]
+    if elsewhere:
+        host = snapshot.agents_by_id[agent_id].host
+        raise BadInputError(
+            f"{len(elsewhere)} router(s) not hosted by {host}: {candidates_text(elsewhere, 20)}; "
+            "nothing was changed"
+        )
+
+
+def make_plan(request: ActionRequest, snapshot: Snapshot) -> Plan:
+    """Plan the request on ``snapshot``, after its gates (see the module docstring)."""
+    placement = resolve_placement(request.placement, snapshot)
+    weights = request.weights
+    skipped: list[str] = []
+    result: Plan | Halt
+    action = request.action
+    if action is Action.EVACUATE:
+        source = _evacuation_source(request, snapshot)
+        gate_fleet(request, snapshot)
+        routers, skipped = select_routers(request, snapshot)
+        if routers is not None:
+            _check_hosted_by(snapshot, routers, source)
+        result = plan_evacuate(snapshot, source, placement, weights, router_ids=routers)
+    elif action is Action.DRAIN:
+        gate_fleet(request, snapshot)
+        agent_id = snapshot.find_agent(_agent_ref(request)).id
+        result = plan_drain(snapshot, agent_id, placement, weights)
+    elif action is Action.MIGRATE:
+        routers, skipped = select_routers(request, snapshot)
+        if not routers:
+            raise BadInputError("name the routers to migrate (ROUTER... or --router-file FILE)")
+        gate_fleet(request, snapshot)
+        result = plan_migrate(snapshot, routers, placement, weights)
+    elif action is Action.REBALANCE:
+        gate_fleet(request, snapshot)
+        result = plan_rebalance(snapshot, placement, weights, max_moves=request.max_moves)
+    elif action is Action.REPAIR:
+        gate_fleet(request, snapshot)
+        result = plan_repair(snapshot, placement, weights)
+    elif action is Action.HA_REPAIR:
+        gate_fleet(request, snapshot)
+        result = _ha_only(plan_repair(snapshot, placement, weights), snapshot)
+    else:
+        raise BadInputError(f"{action.value} makes no plan")
+    if isinstance(result, Halt):
+        raise SafetyHaltError(f"{result.reason.value}: {result.message}")
+    if skipped:
+        note = f"skipped {len(skipped)} unknown router(s): {candidates_text(skipped, 20)}"
+        result = replace(result, warnings=(*result.warnings, note))
+    return result
+
+
+def _ha_only(plan: Plan, snapshot: Snapshot) -> Plan:
+    """The HA part of a repair plan: replica replacements only."""
+    ha_ids = {r.id for r in snapshot.routers if r.ha}
+    return replace(
+        plan,
+        action=Action.HA_REPAIR.value,
+        moves=tuple(m for m in plan.moves if m.router_id in ha_ids),
+        unplaceable=tuple(u for u in plan.unplaceable if u.router_id in ha_ids),
+    )

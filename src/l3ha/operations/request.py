@@ -1,0 +1,132 @@
+"""What an operation is asked to do, and what it reports back. Pure.
+
+An ``ActionRequest`` carries everything a command line, the watch daemon or
+rolling maintenance decides before an action runs: which action, on which
+agent or routers, where routers may go, how the executor runs (dry run
+included) and whether the safety gates may be overridden. An
+``ActionResult`` is the ordered list of what happened (plans executed,
+agent changes made) and the exit code the command line uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from l3ha.executor import AgentChangeOutcome, AgentChangeResult, ExecutorOptions, RunResult
+from l3ha.model import Plan, Snapshot
+from l3ha.weights import WeightPolicy
+
+
+class Action(StrEnum):
+    """Every action l3ha can take on the cloud."""
+
+    EVACUATE = "evacuate"
+    DRAIN = "drain"
+    UNDRAIN = "undrain"
+    MIGRATE = "migrate"
+    REBALANCE = "rebalance"
+    REPAIR = "repair"
+    HA_REPAIR = "ha-repair"
+
+
+#: Actions ``l3ha plan`` can plan offline.
+PLANNABLE = (Action.EVACUATE, Action.DRAIN, Action.MIGRATE, Action.REBALANCE, Action.REPAIR)
+
+#: The description l3ha gives an agent it drained (undrain clears only this mark).
+DRAIN_MARK = "l3ha: drained"
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    """Where routers may go; ``to`` names agents by host or id (resolved on the snapshot)."""
+
+    to: tuple[str, ...] = ()
+    max_routers_per_agent: int | None = None
+    max_weight_per_agent: int | None = None
+    strict_az: bool = False
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """One action and its options.
+
+    ``agent``: the agent of evacuate, drain and undrain (host or id).
+    ``routers``: router ids or names (evacuate: a subset; migrate: required);
+    ``skip_unknown`` moves the known ones when some are unknown.
+    ``force``: act although the fleet gate (many agents dead at once) or, for
+    evacuate, a live and enabled source would refuse. ``max_moves``: cap of
+    rebalance (and of the rebalance after undrain with ``rebalance_after``).
+    ``journal_args``: extra facts recorded with the operation (who asked).
+    """
+
+    action: Action
+    weights: WeightPolicy = field(default_factory=WeightPolicy)
+    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
+    placement: PlacementRequest = field(default_factory=PlacementRequest)
+    agent: str | None = None
+    routers: tuple[str, ...] = ()
+    skip_unknown: bool = False
+    force: bool = False
+    max_moves: int | None = None
+    rebalance_after: bool = False
+    journal_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def dry_run(self) -> bool:
+        return self.execution.dry_run
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A plan made on ``snapshot`` and what the executor did with it (dry run: PLANNED)."""
+
+    plan: Plan
+    snapshot: Snapshot
+    run: RunResult
+
+    @property
+    def exit_code(self) -> int:
+        if self.run.dry_run:
+            return 0
+        return max(self.run.exit_code, 1 if self.plan.unplaceable else 0)
+
+
+@dataclass(frozen=True)
+class AgentChanged:
+    """An agent change (drain's disable, undrain's enable) and its outcome."""
+
+    result: AgentChangeResult
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.result.outcome is not AgentChangeOutcome.FAILED else 1
+
+
+Step = Executed | AgentChanged
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """Everything one action did, in order, and its exit code.
+
+    Exit codes: 0 all done, 1 some moves failed, a router is unhosted or
+    unplaced, or the action could not finish (``problems`` says why).
+    """
+
+    action: Action
+    steps: tuple[Step, ...] = ()
+    problems: tuple[str, ...] = ()
+    recovered_ok: bool = True
+    follow_up_code: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        codes = [s.exit_code for s in self.steps] + [self.follow_up_code]
+        if self.problems or not self.recovered_ok:
+            codes.append(1)
+        return max(codes, default=0)
+
+    @property
+    def runs(self) -> tuple[RunResult, ...]:
+        return tuple(s.run for s in self.steps if isinstance(s, Executed))
