@@ -11,7 +11,9 @@ performance data after ``|``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
 from l3ha.model import Snapshot
@@ -54,9 +56,19 @@ def run_check(
     imbalance_threshold: int = 25,
     replicas: int = 2,
     weights: WeightPolicy | None = None,
+    *,
+    watch_status: Mapping[str, Any] | None = None,
+    now: float = 0.0,
 ) -> CheckResult:
-    """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean agent load."""
+    """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean agent load.
+
+    ``watch_status``: the watch daemon's status file (``l3ha.daemon.status``),
+    judged at unix time ``now``: its halts and partitioned agents are warnings,
+    and so is a status that has not been refreshed for a while.
+    """
     problems = [*_dead_agents(snapshot), *_unhosted(snapshot)]
+    if watch_status is not None:
+        problems += watch_problems(watch_status, now)
     ha_findings = audit_ha_routers(snapshot, replicas=replicas)
     problems += _ha_problems(ha_findings)
     problems += _imbalance(snapshot, imbalance_threshold, weights or WeightPolicy())
@@ -160,3 +172,37 @@ def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) ->
             f"(threshold {threshold_pct}%); run 'l3ha rebalance'",
         )
     ]
+
+
+def watch_problems(status: Mapping[str, Any], now: float) -> list[Problem]:
+    """What the watch daemon's status says an operator should know."""
+    out = []
+    updated = float(status.get("updated", 0.0))
+    interval = float(status.get("interval", 10.0))
+    age = now - updated
+    if age > 3 * interval + 30:
+        out.append(
+            Problem(
+                Severity.WARNING,
+                "watch_stale",
+                f"the watch daemon's status is {age:.0f} s old: is 'l3ha watch' running?",
+            )
+        )
+        return out
+    for halt in status.get("halts") or []:
+        reason = halt.get("reason", "?") if isinstance(halt, Mapping) else "?"
+        message = halt.get("message", "") if isinstance(halt, Mapping) else str(halt)
+        out.append(
+            Problem(Severity.WARNING, f"watch_halt_{reason}", f"watch halted ({reason}): {message}")
+        )
+    partitioned = [str(h) for h in status.get("partitioned") or []]
+    if partitioned:
+        out.append(
+            Problem(
+                Severity.WARNING,
+                "watch_partitioned",
+                f"agent(s) cut off from the control plane but still forwarding: "
+                f"{', '.join(partitioned)}",
+            )
+        )
+    return out

@@ -109,3 +109,12 @@ class SafetyHaltError(L3haError):
     """A safety gate refused to act; the message carries the reason and evidence."""
 
     exit_code = 3
+
+
+# --- coordination (leader election) ----------------------------------------
+
+
+class CoordinationError(L3haError):
+    """The coordination service (etcd, redis, the lock directory) failed or is unreachable."""
+
+    retryable = True

@@ -72,6 +72,7 @@ class Router:
     project_id: str = ""
     admin_state_up: bool = True
     status: str = "ACTIVE"
+    gateway_ips: tuple[str, ...] = ()  # external gateway addresses (data-plane probe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,9 @@ class HaltReason(StrEnum):
     SOURCE_ALIVE = "source_alive"
     NO_TARGETS = "no_targets"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    AZ_OUTAGE = "az_outage"  # most agents of one availability zone missed heartbeats at once
+    CLOCK_JUMP = "clock_jump"  # our wall clock or the server's heartbeat clock jumped
+    STALE_SNAPSHOT = "stale_snapshot"  # the cycle's read failed or took longer than the interval
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ def router_to_dict(router: Router) -> dict[str, Any]:
         "project_id": router.project_id,
         "admin_state_up": router.admin_state_up,
         "status": router.status,
+        "gateway_ips": list(router.gateway_ips),
     }
 
 
@@ -171,6 +172,7 @@ def _router(r: _Reader, d: Mapping[str, Any], where: str) -> Router:
         project_id=r.get(d, "project_id", str, where, ""),
         admin_state_up=r.get(d, "admin_state_up", bool, where, True),
         status=r.get(d, "status", str, where, "ACTIVE"),
+        gateway_ips=r.strings(d, "gateway_ips", where),
     )
 
 

@@ -7,8 +7,11 @@ take fresh agents, so tests do not depend on each other's order.
 
 Both backends present the same small interface (see ``Backend``): ``name``, ``url``,
 ``api`` (raw HTTP), ``new_agent(mode)``, ``kill_agent``, ``kill_agents``,
-``revive_agent``, ``set_admin_state`` and ``settle_ha`` (replicas report their VRRP
-state: neutron through the agent RPC handler, the emulator by simulated election).
+``revive_agent``, ``set_admin_state``, ``settle_ha`` and ``settle_ha_live`` (replicas
+report their VRRP state — all of them, or only those on live agents: neutron through
+the agent RPC handler, the emulator by simulated election), ``cut_off`` and
+``full_resync`` (an agent's sync: neutron through the same handler — a real server's
+agents never sync on their own — the emulator by a management partition ending).
 ``conn`` is an openstacksdk connection built from a temporary clouds.yaml
 (``auth_type: none`` + ``network_endpoint_override``).
 """
@@ -47,6 +50,9 @@ class Backend(Protocol):
     def set_admin_state(self, agent: AgentRef, up: bool) -> None: ...
     def kill_agents(self, agents: list[AgentRef]) -> None: ...
     def settle_ha(self, router_id: str) -> str: ...
+    def settle_ha_live(self, router_id: str) -> None: ...
+    def cut_off(self, agent: AgentRef) -> None: ...
+    def full_resync(self, agent: AgentRef) -> list[str]: ...
 
 
 @pytest.fixture(scope="session")

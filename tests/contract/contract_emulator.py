@@ -17,6 +17,8 @@ from tests.contract.contract_neutron import AgentRef
 LEGACY_AGENTS = 120
 # Simulated seconds for a bound HA router's replicas to be processed and elect an active.
 HA_SETTLE_S = 60.0
+# Simulated seconds ``cut_off`` keeps an agent off the bus (well below agent_down_time).
+HOLD_S = 30.0
 
 
 class EmulatorBackend:
@@ -76,6 +78,21 @@ class EmulatorBackend:
         if len(active) != 1:
             raise AssertionError(f"HA router {router_id} did not elect one active: {hosting}")
         return str(active[0])
+
+    def settle_ha_live(self, router_id: str) -> None:
+        """Let replicas on live agents be processed, elect and report."""
+        self.emulator.advance(HA_SETTLE_S)
+
+    def cut_off(self, agent: AgentRef) -> None:
+        """Cut the agent off the bus: it misses router_added_to_agent until it resyncs."""
+        self.emulator.mgmt_partition(agent.host, HOLD_S)
+
+    def full_resync(self, agent: AgentRef) -> list[str]:
+        """End (or make) a short partition: the agent reconnects and does a full resync."""
+        self.emulator.mgmt_partition(agent.host, 0.5)
+        self.emulator.advance(HOLD_S + 1.0)
+        routers = self.api.get(f"/v2.0/agents/{agent.id}/l3-routers").json()["routers"]
+        return [str(r["id"]) for r in routers]
 
     def revive_agent(self, agent: AgentRef) -> None:
         self.emulator.advance(1.0)

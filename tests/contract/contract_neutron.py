@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.contract.contract_http import Api, call
 
@@ -205,9 +206,27 @@ class NeutronBackend:
         for agent in agents:
             self.kill_agent(agent)
 
+    def cut_off(self, agent: AgentRef) -> None:
+        """Nothing to do: the real server's agents never sync unless a test makes them."""
+
+    def full_resync(self, agent: AgentRef) -> list[str]:
+        """The agent's full resync through the agent RPC handler; the router ids it got."""
+        reply = self.api.post(f"/_contract/hosts/{agent.host}/sync", {"full": True})
+        if reply.status != 200:
+            raise AssertionError(f"full resync of {agent.host}: {reply.status} {reply.text}")
+        return [str(r) for r in reply.json()["router_ids"]]
+
     def settle_ha(self, router_id: str) -> str:
         """Report the first hosting agent active and the others standby, as agents would."""
         hosting = self.api.get(f"/v2.0/routers/{router_id}/l3-agents").json()["agents"]
+        return self._report_ha(router_id, hosting)
+
+    def settle_ha_live(self, router_id: str) -> None:
+        """Only replicas on live agents report (dead ones cannot): first active, rest standby."""
+        hosting = self.api.get(f"/v2.0/routers/{router_id}/l3-agents").json()["agents"]
+        self._report_ha(router_id, [agent for agent in hosting if agent["alive"]])
+
+    def _report_ha(self, router_id: str, hosting: list[dict[str, Any]]) -> str:
         for index, agent in enumerate(hosting):
             state = "active" if index == 0 else "standby"
             reply = self.api.post(

@@ -50,6 +50,22 @@ def test_all_hosting_agents_dead_turns_the_active_replica_unknown(
     assert [state for agent_id, state in states.items() if agent_id != active] == ["standby"]
 
 
+def test_a_dead_replica_already_unknown_does_not_count_toward_all_dead(
+    api: Api, backend: Any, ha_router: Any
+) -> None:
+    """neutron/db/l3_hamode_db.py: only dead active and dead standby replicas are counted."""
+    router, agents = ha_router(2)
+    active = backend.settle_ha(router)
+    backend.kill_agents(agents)
+    assert ha_states(api, router)[active] == "unknown"
+    (other,) = [agent for agent in agents if agent.id != active]
+    backend.revive_agent(other)
+    backend.settle_ha_live(router)
+    assert ha_states(api, router) == {active: "unknown", other.id: "active"}
+    backend.kill_agent(other)
+    assert ha_states(api, router) == {active: "unknown", other.id: "standby"}
+
+
 def test_a_disabled_active_replica_reads_standby(api: Api, backend: Any, ha_router: Any) -> None:
     router, agents = ha_router(2)
     active = backend.settle_ha(router)

@@ -77,3 +77,28 @@ def test_disabled_agent_hosting_legacy_routers_is_critical() -> None:
     result = run_check(Snapshot(agents, routers, bindings))
     assert result.severity == Severity.CRITICAL
     assert "disabled agent net-2 hosts 3 non-HA router(s)" in result.status_line()
+
+
+def test_the_watch_daemons_halts_partitions_and_silence_are_warnings() -> None:
+    from l3ha.checks import run_check, watch_problems
+    from l3ha.hastate.audit import Severity
+    from l3ha.model import Agent, Snapshot
+
+    now = 1_000_000.0
+    halted = {
+        "updated": now - 5,
+        "interval": 10,
+        "halts": [{"reason": "control_plane_suspect", "message": "6 of 6 agents look dead"}],
+        "partitioned": ["net-4"],
+    }
+    problems = watch_problems(halted, now)
+    assert [p.kind for p in problems] == ["watch_halt_control_plane_suspect", "watch_partitioned"]
+    assert "6 of 6 agents look dead" in problems[0].detail and "net-4" in problems[1].detail
+    assert watch_problems({"updated": now - 5, "interval": 10}, now) == []
+    (stale,) = watch_problems({"updated": now - 61, "interval": 10}, now)
+    assert stale.kind == "watch_stale" and "61 s old" in stale.detail
+    world = Snapshot((Agent("a", "net-1"), Agent("b", "net-2")), (), ())
+    result = run_check(world, watch_status=halted, now=now)
+    assert result.severity is Severity.WARNING
+    assert "watch halted (control_plane_suspect)" in result.status_line()
+    assert run_check(world).severity is Severity.OK

@@ -38,7 +38,9 @@ def served(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, Path, dic
                                      "factor": 3}]))
     proc = subprocess.Popen([*L3HA, "emulator", "serve", "--port", "0", "--agents", "3",
                              "--routers", "6", "--ha-routers", "1", "--scenario",
-                             str(scenario)], env=env, stdout=subprocess.PIPE,
+                             str(scenario), "--dataplane-listeners", "2",
+                             "--neutron-auto-failover", "--neutron-move-time", "0.5",
+                             "--ha-vrrp-advert-int", "1"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -71,6 +73,11 @@ def test_serve_writes_clouds_yaml_and_fault_finds_it(served: tuple[str, Path, di
         state = json.loads(response.read())
     assert [a["slow_factor"] for a in state["agents"]] == [1.0, 3.0, 1.0]  # from the scenario
     assert [a["running"] for a in state["agents"]] == [False, True, True]
+    done = run([*L3HA, "emulator", "fault", "broker-outage", "30", "20", "--url", url], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["fault=broker-outage", "seconds=30.0", "spread=20.0"]
+    with urllib.request.urlopen(f"{url}_emulator/state", timeout=10) as response:
+        assert json.loads(response.read())["broker_outage"] is True
 
 
 def test_openstack_cli_against_emulator(served: tuple[str, Path, dict]) -> None:

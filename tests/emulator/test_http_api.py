@@ -338,7 +338,7 @@ def test_ha_router_created_through_the_api_is_scheduled(api: Http) -> None:
     rid = doc["router"]["id"]
     agents = api.get(f"/v2.0/routers/{rid}/l3-agents")[1]["agents"]
     assert len(agents) == 3 and {a["ha_state"] for a in agents} == {"standby"}
-    api.emu.advance(10)
+    api.emu.advance(12)  # 2 s processing + 7 s takeover + 2 s ha_vrrp_advert_int report delay
     states = sorted(a["ha_state"] for a in api.get(f"/v2.0/routers/{rid}/l3-agents")[1]["agents"])
     assert states == ["active", "standby", "standby"]
     status, doc, _ = api.call("PUT", f"/v2.0/routers/{rid}", {"router": {"ha": False}})

@@ -31,6 +31,12 @@ def port_statuses(api: Http, rid: str) -> set[str]:
     return {p["status"] for p in api.get("/v2.0/ports", device_id=rid)[1]["ports"]}
 
 
+def port_states(api: Http, rid: str) -> set[tuple[str, str]]:
+    """(binding:host_id, status) of the router's ports."""
+    return {(p["binding:host_id"], p["status"])
+            for p in api.get("/v2.0/ports", device_id=rid)[1]["ports"]}
+
+
 def test_killed_agent_turns_dead_after_agent_down_time(small: Emulator, api: Http) -> None:
     small.kill_agent("net-3")
     small.advance(44)  # last heartbeat is at most 30 s old at the kill
@@ -63,21 +69,27 @@ def slow_cloud(clock: ManualClock) -> Iterator[Emulator]:
         yield emu
 
 
-def test_ports_build_then_active_with_bounded_concurrency(slow_cloud: Emulator) -> None:
+def test_ports_follow_the_agent_that_fetches_the_router(slow_cloud: Emulator) -> None:
+    """Unbinding from a live agent: it tears the router down, ports DOWN on its host. Binding
+    changes nothing; the host moves (status reset to DOWN) when the target starts on the
+    router, ACTIVE when it is done — with bounded concurrency, the third waits."""
     api = Http(slow_cloud)
     net1, net2 = api.agent_id("net-1"), api.agent_id("net-2")
     moved = [router_id(slow_cloud, f"router-000{n}") for n in (1, 3, 5)]  # all on net-1
     for rid in moved:
+        assert port_states(api, rid) == {("net-1", "ACTIVE")}
         assert api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")[0] == 204
-        assert port_statuses(api, rid) == {"DOWN"}
+        assert port_states(api, rid) == {("net-1", "DOWN")}
         assert slow_cloud.dataplane()[rid]["reachable"] is False
     for rid in moved:
         assert api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})[0] == 201
-    assert [port_statuses(api, rid) for rid in moved] == [{"BUILD"}] * 3
+    down2, down1 = {("net-2", "DOWN")}, {("net-1", "DOWN")}
+    assert [port_states(api, rid) for rid in moved] == [down2, down2, down1]
     slow_cloud.advance(1.01)
-    assert [port_statuses(api, rid) for rid in moved] == [{"ACTIVE"}, {"ACTIVE"}, {"BUILD"}]
+    up2 = {("net-2", "ACTIVE")}
+    assert [port_states(api, rid) for rid in moved] == [up2, up2, down2]
     slow_cloud.advance(1.0)
-    assert [port_statuses(api, rid) for rid in moved] == [{"ACTIVE"}] * 3
+    assert [port_states(api, rid) for rid in moved] == [up2] * 3
     assert all(slow_cloud.dataplane()[rid]["reachable"] for rid in moved)
     counts = {a["host"]: a["configurations"]["routers"]
               for a in api.get("/v2.0/agents")[1]["agents"]}
@@ -92,7 +104,7 @@ def test_slow_agent_takes_longer(slow_cloud: Emulator) -> None:
     api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")
     api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
     slow_cloud.advance(4.9)
-    assert port_statuses(api, rid) == {"BUILD"}
+    assert port_statuses(api, rid) == {"DOWN"}
     slow_cloud.advance(0.2)
     assert port_statuses(api, rid) == {"ACTIVE"}
     assert slow_cloud.dataplane()[rid]["downtime_s"] == pytest.approx(5.0, abs=0.01)
@@ -109,6 +121,11 @@ def test_ha_takeover_after_vrrp_delay(small: Emulator, api: Http) -> None:
     assert small.dataplane()[rid]["reachable"] is False
     small.advance(0.2)
     assert small.dataplane()[rid]["reachable"] is True
+    # the new primary reaches the server ha_vrrp_advert_int (2 s) after the takeover
+    assert ha_states(api, rid)["net-2"] == "standby"
+    small.advance(1.8)
+    assert ha_states(api, rid)["net-2"] == "standby"
+    small.advance(0.2)
     live_states = {h: s for h, s in ha_states(api, rid).items() if h != "net-1"}
     assert live_states == {"net-2": "active"}
     gateway = api.get(f"/v2.0/ports/{gateway['id']}")[1]["port"]
@@ -209,7 +226,7 @@ def test_rebind_during_processing_starts_over(slow_cloud: Emulator) -> None:
     api.call("DELETE", f"/v2.0/agents/{net2}/l3-routers/{rid}")
     api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
     slow_cloud.advance(0.6)  # the abandoned first run would have finished here
-    assert port_statuses(api, rid) == {"BUILD"}
+    assert port_statuses(api, rid) == {"DOWN"}
     slow_cloud.advance(0.5)
     assert port_statuses(api, rid) == {"ACTIVE"}
 

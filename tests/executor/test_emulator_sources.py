@@ -135,3 +135,25 @@ def test_a_move_cut_by_an_api_outage_is_put_back_on_an_agent(env: Env) -> None:
     assert first.outcome is MoveOutcome.MOVED and "re-bound after" in first.reason
     assert result.counts()["moved"] == len(plan.moves)
     assert_hosted_and_active(env, [m.router_id for m in plan.moves], {source})
+
+
+def test_a_router_neutron_auto_schedules_in_the_gap_is_reported_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """net-4 revives right after the first unbind: its full resync auto-schedules the
+    unhosted router to itself (router_auto_schedule), l3ha's bind answers 409."""
+    env = start_env(tmp_path, monkeypatch, routers=12, busy=0)
+    try:
+        source, spare = env.kill("net-1"), env.kill("net-4")
+        plan = env.evacuation("net-1", targets=[env.agent_id("net-2")])
+        cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.revive_agent("net-4"))
+        executor, _ = env.executor(cloud)  # type: ignore[arg-type]
+        result = executor.run(plan)
+        assert result.ok and {r.outcome for r in result.results} == {MoveOutcome.MOVED}
+        grabbed = [r for r in result.results if r.target == spare]
+        assert grabbed and all("Neutron scheduled it to net-4" in r.reason for r in grabbed)
+        # moves unbound at the same moment were all in the gap: net-4 took each of them
+        assert {r.target for r in result.results} <= {spare, env.agent_id("net-2")}
+        assert_hosted_and_active(env, [m.router_id for m in plan.moves], {source})
+    finally:
+        env.emu.stop()

@@ -27,6 +27,12 @@ the same database:
     POST /_contract/routers/{id}/ha_state         {"host": H, "state": "active"|"standby"}
          -> 204   the agent RPC handler L3RpcCallback.update_ha_routers_states, i.e. what
                   an L3 agent reports after a keepalived transition
+    POST /_contract/hosts/{host}/sync             {"full": B, "router_ids": [R...]}
+         -> 200 {"router_ids": [...]}   what the L3 agent on {host} asks through the same
+                  handler: a full resync (update_all_ha_network_port_statuses, then
+                  get_router_ids, which auto-schedules, then sync_routers for those ids),
+                  or, not full, only sync_routers for the given ids (a router the agent
+                  was told about by RPC)
 """
 
 from __future__ import annotations
@@ -162,6 +168,21 @@ def report_ha_state(router_id: str, body: dict[str, Any]) -> tuple[str, Any]:
     return "204 No Content", None
 
 
+def sync_host(host: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """An L3 agent's sync, through the agent RPC handler (neutron/agent/l3/agent.py)."""
+    from neutron.api.rpc.handlers.l3_rpc import L3RpcCallback
+    from neutron_lib import context
+
+    rpc, ctx = L3RpcCallback(), context.get_admin_context()
+    router_ids = [str(r) for r in body.get("router_ids") or []]
+    if body.get("full"):
+        rpc.update_all_ha_network_port_statuses(ctx, host=host)
+        router_ids = [str(r) for r in rpc.get_router_ids(ctx, host=host)]
+    if router_ids:
+        rpc.sync_routers(ctx, host=host, router_ids=router_ids)
+    return "200 OK", {"router_ids": router_ids}
+
+
 def dispatch_admin(path: str, body: dict[str, Any]) -> tuple[str, Any]:
     parts = path[len(ADMIN_PREFIX) :].strip("/").split("/")
     if parts == ["agents"]:
@@ -170,6 +191,8 @@ def dispatch_admin(path: str, body: dict[str, Any]) -> tuple[str, Any]:
         return change_agent(parts[1], parts[2], body)
     if len(parts) == 3 and parts[0] == "routers" and parts[2] == "ha_state":
         return report_ha_state(parts[1], body)
+    if len(parts) == 3 and parts[0] == "hosts" and parts[2] == "sync":
+        return sync_host(parts[1], body)
     return NOT_FOUND, {"error": f"no admin call {path}"}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
@@ -23,8 +24,10 @@ def register(sub: Any) -> None:
         help="one-line health status for Nagios/Icinga",
         description=(
             "Check for dead agents that host routers, unhosted routers, HA routers with zero "
-            "or two active replicas (and lost redundancy), and router-count imbalance. Prints "
-            "one status line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."
+            "or two active replicas (and lost redundancy), and router-count imbalance; when "
+            "'l3ha watch' runs with the same state directory, also its halts (and why), "
+            "partitioned agents, and whether it is still cycling. Prints one status line; "
+            "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."
         ),
     )
     add_cloud_options(p)
@@ -42,6 +45,12 @@ def register(sub: Any) -> None:
         default=2,
         metavar="N",
         help="live replicas every HA router should have (default: 2)",
+    )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="state directory of 'l3ha watch' whose status to include (default: $L3HA_STATE_DIR, "
+        "else $XDG_STATE_HOME/l3ha)",
     )
     p.add_argument(
         "-f",
@@ -67,7 +76,14 @@ def _run_check(args: argparse.Namespace) -> int:
         else:
             emit_document({"status": "UNKNOWN", "error": str(exc)}, args.format)
         return UNKNOWN
-    result = run_check(snapshot, args.imbalance_threshold, args.replicas, weights)
+    result = run_check(
+        snapshot,
+        args.imbalance_threshold,
+        args.replicas,
+        weights,
+        watch_status=_watch_status(args),
+        now=time.time(),
+    )
     if args.format == "line":
         sys.stdout.write(result.status_line() + "\n")
     else:
@@ -89,3 +105,14 @@ def _run_check(args: argparse.Namespace) -> int:
             args.format,
         )
     return int(result.severity)
+
+
+def _watch_status(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The watch daemon's status file in the state dir, if it ever ran there."""
+    from pathlib import Path
+
+    from l3ha.daemon.status import read_status
+    from l3ha.journal import default_state_dir
+
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    return read_status(state_dir)

@@ -1,140 +1,242 @@
-"""``l3ha demo``: the main job, told end to end on the embedded emulator. I/O: runs an
-emulator on 127.0.0.1, writes a temporary clouds.yaml and journal, prints to stdout.
+"""``l3ha demo``: the watch daemon's story on the embedded emulator. I/O: runs an emulator
+on 127.0.0.1 and the daemon in this process, writes a temporary directory, prints to stdout.
 
-The story: a cloud of 6 L3 agents in 2 AZs with busy and HA routers; one agent
-dies; l3ha sees it, plans an evacuation that spreads the busy routers, runs it
-concurrently, and the health check turns from CRITICAL back to OK. Then the
-agent returns and a rebalance refills it with every agent donating.
+The story (what ``make demo`` shows): an emulated cloud with busy and HA
+routers; ``l3ha watch`` starts and observes it; the message bus restarts —
+every agent misses heartbeats, then they reconnect one by one — and l3ha
+halts and says why, moving nothing; then an agent really dies, and l3ha
+judges it dead from its own observation and evacuates it, spreading the busy
+routers; the end compares the distribution before and after and shows how
+long each affected router was unreachable, from the emulator's data plane.
+``--commands`` runs the tour of the one-shot commands instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import logging
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from l3ha.cli.demo_tour import step, wait_for
+
 CLOUD = "l3ha-emulator"
+#: The emulated agents heartbeat every second (stamped to the second, as Neutron does)
+#: and the daemon judges them dead after 5 s of silence: the whole story takes about a minute.
+DEAD_AFTER = 5.0
 
 
 def register(sub: Any) -> None:
     """Add ``l3ha demo``."""
     p = sub.add_parser(
         "demo",
-        help="run the main job end to end on an embedded emulator",
+        help="watch the failover daemon survive a broker restart and a dead agent (emulated)",
         description=(
-            "Start an emulated Neutron cloud on 127.0.0.1, kill one L3 agent, and show l3ha "
-            "detect it, evacuate its routers (busy ones spread apart) and rebalance after it "
-            "returns. Changes nothing outside a temporary directory."
+            "Start an emulated Neutron cloud on 127.0.0.1 and 'l3ha watch' beside it, restart "
+            "the emulated message bus (every agent looks dead, then they come back one by one: "
+            "l3ha halts and moves nothing), then kill one agent (l3ha evacuates it, busy "
+            "routers spread apart), and show the distribution before and after and each "
+            "affected router's outage. Changes nothing outside a temporary directory. "
+            "--commands tours the one-shot commands instead."
         ),
     )
     p.add_argument("--agents", type=int, default=6, help="L3 agents (default: 6)")
-    p.add_argument("--routers", type=int, default=120, help="routers (default: 120)")
+    p.add_argument("--routers", type=int, default=300, help="routers (default: 300)")
     p.add_argument("--victim", default="net-2", help="the agent to kill (default: net-2)")
+    p.add_argument("--commands", action="store_true", help="tour the one-shot commands instead")
     p.set_defaults(func=_run_demo)
 
 
-def _step(title: str) -> None:
-    sys.stdout.write(f"\n=== {title}\n")
+def _say(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
-def _l3ha(argv: Sequence[str]) -> int:
-    from l3ha.cli.main import main
+class _Narrator(logging.Handler):
+    """Prints the daemon's decisions as they happen, in words (moves are counted)."""
 
-    sys.stdout.write(f"$ l3ha {' '.join(argv)}\n")
-    sys.stdout.flush()
-    code = main(list(argv))
-    sys.stdout.write(f"(exit {code})\n")
-    sys.stdout.flush()
-    return code
+    def __init__(self, hosts: dict[str, str]) -> None:
+        super().__init__()
+        self.hosts = hosts
+        self.moves = 0
+        self.halts = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = dict(getattr(record, "l3ha_fields", {}) or {})
+        name = record.getMessage()
+        line = self._line(name, fields)
+        if line:
+            _say(f"  [watch] {line}")
+
+    def _line(self, name: str, fields: dict[str, object]) -> str:
+        if name == "verdict" and fields.get("was"):
+            return f"{fields['agent']}: {fields['was']} -> {fields['verdict']}"
+        if name == "halt":
+            self.halts += 1
+            return f"HALT ({fields['reason']}): {fields['message']}"
+        if name == "resumed":
+            return "gates clear: acting again"
+        if name == "action":
+            agent = self.hosts.get(str(fields.get("agent")), fields.get("agent") or "")
+            return f"{fields['action']} {agent}: {fields['reason']}".replace("  ", " ")
+        if name == "move":  # emit() runs under the handler's own lock
+            self.moves += 1
+            return f"{self.moves} move(s) done" if self.moves % 10 == 0 else ""
+        return ""
 
 
-def _agent_table(*columns: str) -> int:
-    """``l3ha agent list`` showing only ``columns``."""
-    return _l3ha(["agent", "list", *(arg for c in columns for arg in ("-c", c))])
+def _distribution(cloud: Any, busy_ids: set[str]) -> dict[str, tuple[int, int]]:
+    snapshot = cloud.read_snapshot()
+    return {
+        a.host: (
+            len(snapshot.bindings_of_agent(a.id)),
+            sum(1 for b in snapshot.bindings_of_agent(a.id) if b.router_id in busy_ids),
+        )
+        for a in sorted(snapshot.agents, key=lambda a: a.host)
+    }
 
 
-def _wait(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
+def _print_distribution(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> None:
+    _say(f"  {'agent':8} {'routers before':>15} {'after':>6} {'busy before':>12} {'after':>6}")
+    for host in sorted(before):
+        (r0, b0), (r1, b1) = before[host], after.get(host, (0, 0))
+        _say(f"  {host:8} {r0:15d} {r1:6d} {b0:12d} {b1:6d}")
 
 
-def _healthy(cloud: Any) -> bool:
-    from l3ha.checks import run_check
-    from l3ha.hastate.audit import Severity
+def _hosting(cloud: Any, host: str) -> set[str]:
+    snapshot = cloud.read_snapshot()
+    agent = snapshot.find_agent(host)
+    return {b.router_id for b in snapshot.bindings_of_agent(agent.id)}
 
-    return run_check(cloud.read_snapshot(with_ha_state=True), 100).severity == Severity.OK
+
+def _watch_settings(state_dir: Path) -> Any:
+    from l3ha.daemon.settings import load_settings
+
+    settings = load_settings(None, [], default_files=())
+    return replace(
+        settings,
+        state_dir=state_dir,
+        interval=0.5,
+        dead_after=DEAD_AFTER,
+        report_interval=1.0,
+        port_timeout=60.0,
+        metrics_port=0,
+        coordination=(state_dir / "coordination").as_uri(),
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from l3ha.cloud.adapter import connect
-    from l3ha.emulator import Emulator, EmulatorConfig
     from l3ha.errors import BadInputError
 
     if args.agents < 3 or args.routers < 1:
         raise BadInputError("the demo needs at least 3 agents and 1 router")
+    if args.commands:
+        from l3ha.cli.demo_tour import run_tour
+
+        return run_tour(args)
+    return _story(args)
+
+
+def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read top to bottom
+    import os
+
+    from l3ha.clock import SystemClock
+    from l3ha.cloud.adapter import connect
+    from l3ha.daemon.watch import Parts, Watcher
+    from l3ha.emulator import Emulator, EmulatorConfig
+    from l3ha.errors import BadInputError
+    from l3ha.journal import Journal
+    from l3ha.weights import WeightPolicy
+
     config = EmulatorConfig(
         agents=args.agents,
         routers=args.routers,
-        busy=max(1, args.routers // 20),
+        busy=max(2, args.routers // 25),
         ha_routers=max(1, args.routers // 10),
         azs=2,
-        report_interval=0.5,
-        agent_down_time=3.0,
-        router_base_time=0.3,
+        report_interval=1.0,
+        agent_down_time=DEAD_AFTER,
+        router_base_time=0.2,
         router_port_time=0.05,
         seed=1,
     )
     with tempfile.TemporaryDirectory(prefix="l3ha-demo-") as tmp, Emulator(config) as emu:
-        clouds = emu.write_clouds_yaml(Path(tmp) / "clouds.yaml", name=CLOUD)
-        os.environ.update(
-            OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD=CLOUD, L3HA_STATE_DIR=f"{tmp}/state"
-        )
-        sys.stdout.write(f"emulated Neutron API at {emu.url} (clouds.yaml entry {CLOUD!r})\n")
-        if args.victim not in emu.agent_ids_by_host():
+        hosts = emu.agent_ids_by_host()
+        if args.victim not in hosts:
             raise BadInputError(f"no agent {args.victim!r} in the demo cloud")
+        clouds = emu.write_clouds_yaml(Path(tmp) / "clouds.yaml", name=CLOUD)
+        os.environ.update(OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD=CLOUD)
         cloud = connect(CLOUD)
+        weights = WeightPolicy()
+        busy_ids = {r.id for r in cloud.list_routers() if weights.is_busy(r)}
+        _say(
+            f"emulated Neutron API at {emu.url}: {args.agents} L3 agents in 2 AZs, "
+            f"{args.routers} routers ({len(busy_ids)} busy, {config.ha_routers} HA)"
+        )
+        before = _distribution(cloud, busy_ids)
 
-        _step("The cloud: agents with their load (busy routers weigh 10)")
-        _agent_table("host", "az", "alive", "routers", "busy", "weight")
-        _l3ha(["check"])
+        step("l3ha watch starts beside the Neutron servers and observes the cloud")
+        narrator = _Narrator({v: k for k, v in hosts.items()})
+        watch_log = logging.getLogger("l3ha.watch")
+        watch_log.addHandler(narrator)
+        watch_log.setLevel(logging.INFO)
+        watch_log.propagate = False  # the narrator tells it; no raw log lines
+        settings = _watch_settings(Path(tmp) / "state")
+        with Journal(settings.state_dir) as journal:
+            watcher = Watcher(Parts(settings, cloud, journal, SystemClock(), weights=weights))
+            thread = threading.Thread(target=watcher.run, name="l3ha-watch", daemon=True)
+            thread.start()
+            wait_for(lambda: watcher.cycles >= 3, 10)
+            _say(
+                f"  judging agents from their heartbeats: dead after {DEAD_AFTER:g} s of no "
+                "change on l3ha's own clock and 3 stale observations"
+            )
 
-        _step(f"{args.victim} dies (no heartbeats, its routers stop forwarding)")
-        emu.kill_agent(args.victim)
-        _wait(lambda: not cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
-        _agent_table("host", "alive", "heartbeat_age", "routers")
-        _l3ha(["check"])
+            outage, spread = 3 * DEAD_AFTER, DEAD_AFTER
+            step(
+                f"The message bus restarts: {outage:g} s without heartbeats, then the agents "
+                f"reconnect one by one over {spread:g} s"
+            )
+            emu.broker_outage(outage, spread)
+            time.sleep(outage + spread + DEAD_AFTER + 2)
+            _say(
+                f"  routers l3ha moved during the outage: {narrator.moves} "
+                f"(halts reported: {narrator.halts}; the tool of the day moved 121)"
+            )
 
-        _step("Safety first: a live agent is never evacuated by mistake")
-        _l3ha(["evacuate", "net-1"])
+            step(f"{args.victim} really dies: no heartbeats, its routers stop forwarding")
+            victims = _hosting(cloud, args.victim)
+            started = time.monotonic()
+            emu.kill_agent(args.victim)
+            done = wait_for(lambda: not _hosting(cloud, args.victim), 60)
+            wait_for(lambda: all(emu.dataplane()[r]["reachable"] for r in victims), 60)
+            _say(
+                f"  {len(victims)} router(s) off {args.victim} and forwarding again "
+                f"{time.monotonic() - started:.1f} s after it died"
+            )
+            watcher.request_stop()
+            thread.join(timeout=30)
 
-        _step("The plan: canary first, busy routers early and spread apart (dry run)")
-        _l3ha(["evacuate", args.victim, "--dry-run"])
-
-        _step("Evacuate: concurrent moves, each read back, ports waited for")
-        started = time.monotonic()
-        code = _l3ha(["evacuate", args.victim, "--port-timeout", "60"])
-        sys.stdout.write(f"evacuation took {time.monotonic() - started:.1f} s\n")
-        _step("HA routers whose active replica died elect a new one by VRRP (seconds)")
-        _wait(lambda: _healthy(cloud), 20)
-        _l3ha(["check", "--imbalance-threshold", "100"])
-
-        _step(f"{args.victim} comes back empty; rebalance refills it from every agent")
-        emu.revive_agent(args.victim)
-        _wait(lambda: cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
-        _l3ha(["rebalance", "--port-timeout", "60"])
-        _agent_table("host", "alive", "routers", "busy", "weight")
+        step("Before and after (busy routers weigh 10 and are spread apart)")
+        _print_distribution(before, _distribution(cloud, busy_ids))
         dataplane = emu.dataplane()
-        down = sum(1 for d in dataplane.values() if not d["reachable"])
-        _step(f"Data plane: {down} of {len(dataplane)} routers unreachable now")
-        sys.stdout.write("every move is in the journal: 'l3ha history' lists them\n")
-        return code
+        outages = sorted(float(dataplane[r]["downtime_s"]) for r in victims)
+        step("How long each affected router was unreachable (the emulator's data plane)")
+        if outages:
+            _say(
+                f"  {len(outages)} router(s): shortest {outages[0]:.1f} s, median "
+                f"{outages[len(outages) // 2]:.1f} s, longest {outages[-1]:.1f} s "
+                f"(detection {DEAD_AFTER:g} s + 3 observations + the move)"
+            )
+        others = sum(float(d["downtime_s"]) for r, d in dataplane.items() if r not in victims)
+        _say(f"  every other router: {others:.1f} router-seconds of outage in total")
+        unhosted = cloud.read_snapshot().unhosted_routers()
+        _say(f"  unhosted routers at the end: {len(unhosted)}")
+        return 0 if done and not unhosted else 1

@@ -115,11 +115,42 @@ def _register_serve(sub: Any) -> None:
         help="reschedule routers off dead agents like Neutron's allow_automatic_l3agent_failover",
     )
     p.add_argument(
+        "--no-router-auto-schedule",
+        dest="router_auto_schedule",
+        action="store_false",
+        help="turn off Neutron's router_auto_schedule (on by default, as in Neutron): an "
+        "agent's full resync then leaves unhosted routers and short HA routers alone",
+    )
+    p.add_argument(
         "--dataplane-listeners",
         type=int,
         default=0,
         metavar="N",
-        help="TCP listeners on 127.42.x.y for the first N routers, open while they forward",
+        help="TCP listeners on 127.42.x.y for the first N routers, open while they forward; "
+        "the API shows them as those routers' gateway addresses",
+    )
+    p.add_argument(
+        "--dataplane-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="TCP port every data-plane listener binds (default 0: one free port, shared)",
+    )
+    p.add_argument(
+        "--neutron-move-time",
+        metavar="S",
+        type=non_negative_float,
+        default=0.2,
+        help="seconds each --neutron-auto-failover move blocks its pass (DB transaction and "
+        "the RPC call to the new agent; default 0.2)",
+    )
+    p.add_argument(
+        "--ha-vrrp-advert-int",
+        metavar="S",
+        type=non_negative_float,
+        default=2.0,
+        help="an agent reports a new HA primary this long after the takeover and batches "
+        "its reports per interval, as Neutron's ha_vrrp_advert_int (default 2)",
     )
     p.add_argument(
         "--router-base-time",
@@ -201,7 +232,11 @@ def _config(args: argparse.Namespace) -> Any:
         agent_down_time=args.agent_down_time,
         seed=args.seed,
         dataplane_listeners=args.dataplane_listeners,
+        dataplane_port=args.dataplane_port,
+        neutron_move_time=args.neutron_move_time,
+        ha_vrrp_advert_int=args.ha_vrrp_advert_int,
         neutron_auto_failover=args.neutron_auto_failover,
+        router_auto_schedule=args.router_auto_schedule,
         keystone=args.keystone,
         router_base_time=args.router_base_time,
         router_port_time=args.router_port_time,

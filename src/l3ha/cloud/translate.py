@@ -85,6 +85,21 @@ def router_from_dict(data: Json) -> Router:
         project_id=str(data.get("project_id") or data.get("tenant_id") or ""),
         admin_state_up=bool(data.get("admin_state_up", True)),
         status=str(data.get("status") or ""),
+        gateway_ips=gateway_ips(data.get("external_gateway_info")),
+    )
+
+
+def gateway_ips(info: object) -> tuple[str, ...]:
+    """The addresses of a router's ``external_gateway_info.external_fixed_ips``."""
+    if not isinstance(info, Mapping):
+        return ()
+    fixed = info.get("external_fixed_ips")
+    if not isinstance(fixed, list):
+        return ()
+    return tuple(
+        str(ip["ip_address"])
+        for ip in fixed
+        if isinstance(ip, Mapping) and isinstance(ip.get("ip_address"), str)
     )
 
 

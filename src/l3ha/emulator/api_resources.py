@@ -168,6 +168,8 @@ class ResourceApi:
                                 OWNER_GATEWAY, now)
         if router.ha:
             self._schedule_new_ha(router)
+        elif router.has_gateway:  # notify_router_updated schedules it
+            self.sim.scheduler.router_updated(router)
         return ok({"router": self._router_doc(router)}, 201)
 
     def _update_router(self, req: Request, router_id: str) -> Response:
@@ -185,6 +187,7 @@ class ResourceApi:
             else:
                 raise bad_request(f"Cannot update read-only attribute {key}")
         self.world.touch(router, self.api.clock.wall())
+        self.sim.scheduler.router_updated(router)  # notify_router_updated schedules it
         self.sim.refresh(router)
         return ok({"router": self._router_doc(router)})
 

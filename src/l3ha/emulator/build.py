@@ -121,9 +121,11 @@ def _place(world: World, cfg: EmulatorConfig, router: RouterRec, legacy: list[Ag
     for n, agent in enumerate(targets):
         replica = world.bind(router, agent, ha_net, now)
         replica.processed = True
+        replica.synced = True
         if router.ha:
             master = n == 0
             replica.vrrp = "master" if master else "backup"
             replica.reported = "active" if master else "standby"
     router.ports_host = targets[0].host
+    router.ports_status = "ACTIVE"
     router.reachable = True

@@ -47,11 +47,26 @@ class EmulatorConfig:
     project_name: str = "admin"
     # Loopback network that holds the data-plane listeners (127.A.B.0/16).
     listener_prefix: tuple[int, int] = (42, 0)
+    # TCP port every listener binds (0: the first listener's kernel-chosen port, shared).
+    dataplane_port: int = 0
+    # Neutron's ha_vrrp_advert_int: an agent reports a new primary this long after the
+    # transition, and its state-change notifier sends at most one batch per interval.
+    ha_vrrp_advert_int: float = 2.0
+    # Neutron's automatic failover: seconds one successful reschedule blocks its pass
+    # (the DB transaction plus the router_added_to_agent RPC call to a live agent).
+    neutron_move_time: float = 0.2
+    # Neutron's rpc_response_timeout: a router_added_to_agent call to an agent that cannot
+    # receive blocks this long, twice (AGENT_NOTIFY_MAX_ATTEMPTS), before it gives up.
+    rpc_response_timeout: float = 60.0
+    # Neutron's router_auto_schedule (default on): an enabled agent's full resync binds
+    # unhosted routers to it and tops HA routers up (see ``sim_schedule``).
+    router_auto_schedule: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
         for name in ("report_interval", "agent_down_time", "router_base_time",
-                     "router_port_time", "ha_takeover_time"):
+                     "router_port_time", "ha_takeover_time", "ha_vrrp_advert_int",
+                     "neutron_move_time", "rpc_response_timeout"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
         for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
@@ -62,7 +77,8 @@ class EmulatorConfig:
                      "agent_capacity", "ha_replicas", "max_l3_agents_per_router"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
-        for name in ("router_base_time", "router_port_time", "ha_takeover_time"):
+        for name in ("router_base_time", "router_port_time", "ha_takeover_time",
+                     "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         if self.ha_routers + self.dvr_routers > self.routers:
@@ -78,8 +94,9 @@ class EmulatorConfig:
             raise ValueError("dataplane_listeners must not exceed routers")
         if self.dataplane_listeners > 65000:
             raise ValueError("dataplane_listeners must be at most 65000")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be 0..65535, not {self.port}")
+        for name in ("port", "dataplane_port"):
+            if not 0 <= getattr(self, name) <= 65535:
+                raise ValueError(f"{name} must be 0..65535, not {getattr(self, name)}")
 
     def warnings(self) -> list[str]:
         """Settings that are valid but make a cloud behave oddly, one sentence each."""
@@ -88,6 +105,13 @@ class EmulatorConfig:
             notes.append(
                 f"report_interval {self.report_interval:g} s is not below agent_down_time "
                 f"{self.agent_down_time:g} s: agents would flap between alive and dead"
+            )
+        if (self.router_auto_schedule and self.ha_routers
+                and self.ha_replicas < min(self.max_l3_agents_per_router, self.agents)):
+            notes.append(
+                f"ha_replicas {self.ha_replicas} is below max_l3_agents_per_router "
+                f"{self.max_l3_agents_per_router}: the next agent full resync adds a replica "
+                "of every HA router to that agent (router_auto_schedule)"
             )
         return notes
 

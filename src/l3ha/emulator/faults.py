@@ -24,7 +24,7 @@ import yaml
 FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "kill-agent": [("host", str)],
     "revive-agent": [("host", str)],
-    "broker-outage": [("seconds", float)],
+    "broker-outage": [("seconds", float), ("spread?", float)],
     "mgmt-partition": [("host", str), ("seconds", float)],
     "dataplane-fail": [("host", str)],
     "slow-agent": [("host", str), ("factor", float)],
@@ -37,8 +37,11 @@ FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
 FAULT_HELP = {
     "kill-agent": "HOST: the node dies (no heartbeats, no forwarding)",
     "revive-agent": "HOST: the node restarts (new started_at, resync of its routers)",
-    "broker-outage": "SECONDS: every heartbeat stops, forwarding goes on",
-    "mgmt-partition": "HOST SECONDS: the host's heartbeats stop, forwarding goes on",
+    "broker-outage": "SECONDS [SPREAD]: every agent loses the message bus (no heartbeats, "
+    "no binding changes reach it, forwarding goes on), then they reconnect one by one over "
+    "SPREAD seconds (default 0) in an order drawn from the seed",
+    "mgmt-partition": "HOST SECONDS: the host loses the message bus (no heartbeats, no "
+    "binding changes reach it), forwarding goes on",
     "dataplane-fail": "HOST: heartbeats go on, forwarding stops",
     "slow-agent": "HOST FACTOR: the agent processes routers FACTOR times slower",
     "api-errors": "RATE STATUS: answer RATE (0..1) of API calls with STATUS",

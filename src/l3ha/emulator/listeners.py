@@ -2,10 +2,12 @@
 
 Router number ``n`` (1-based) of the chosen subset gets the address
 ``127.A.(n >> 8).(n & 255)`` in the configured ``127.A.B.0/16`` block (all of
-127/8 is local on Linux, no address setup needed). The first time it opens, the
-kernel picks a free port; later openings reuse it, so the address stays the
-same. A listener is open (accepting, then closing each connection) exactly
-while the router forwards and closed (connection refused) otherwise.
+127/8 is local on Linux, no address setup needed); the emulator shows it as the
+router's gateway address. Every listener binds the same TCP port: the configured
+one, or (0) a free port the kernel picks for the first address at start. A
+listener is open (accepting, then closing each connection) exactly while the
+router forwards and closed (connection refused) otherwise, so a TCP connect to
+``gateway_ip:port`` tells whether the router forwards.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import threading
 class Listeners:
     """Open/close loopback listeners on demand; one selector thread accepts connections."""
 
-    def __init__(self, first_octet: int = 42) -> None:
+    def __init__(self, first_octet: int = 42, port: int = 0) -> None:
         self._first_octet = first_octet
-        self._addresses: dict[str, tuple[str, int]] = {}
+        self.port = port
+        self._addresses: dict[str, str] = {}
         self._open: dict[str, socket.socket] = {}
         self._lock = threading.Lock()
         self._selector = selectors.DefaultSelector()
@@ -33,20 +36,25 @@ class Listeners:
 
     def assign(self, router_id: str, number: int) -> None:
         """Give ``router_id`` the listener address of router number ``number`` (1-based)."""
-        ip = f"127.{self._first_octet}.{(number >> 8) & 255}.{number & 255}"
-        self._addresses[router_id] = (ip, 0)
+        self._addresses[router_id] = f"127.{self._first_octet}.{(number >> 8) & 255}.{number & 255}"
 
     def has(self, router_id: str) -> bool:
         return router_id in self._addresses
 
+    def ip(self, router_id: str) -> str | None:
+        return self._addresses.get(router_id)
+
     def address(self, router_id: str) -> str | None:
-        """``"127.x.y.z:port"`` (port known once opened), or None for routers without one."""
+        """``"127.x.y.z:port"``, or None for routers without a listener."""
         found = self._addresses.get(router_id)
-        if found is None:
-            return None
-        return f"{found[0]}:{found[1]}"
+        return None if found is None else f"{found}:{self.port}"
 
     def start(self) -> None:
+        """Pick the shared port (when none is configured) and start accepting."""
+        if self.port == 0 and self._addresses:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind((next(iter(self._addresses.values())), 0))
+                self.port = probe.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, name="emulator-listeners",
                                         daemon=True)
         self._thread.start()
@@ -70,13 +78,11 @@ class Listeners:
             return router_id in self._open
 
     def _bind(self, router_id: str) -> socket.socket:
-        ip, port = self._addresses[router_id]
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((ip, port))
+        sock.bind((self._addresses[router_id], self.port))
         sock.listen(64)
         sock.setblocking(False)
-        self._addresses[router_id] = (ip, sock.getsockname()[1])
         return sock
 
     def _wake(self) -> None:

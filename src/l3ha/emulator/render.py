@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from l3ha.emulator import sim_ports
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import (
     OWNER_DVR_INTERFACE,
@@ -84,13 +85,17 @@ def reported_ha_states(sim: Simulation, router: RouterRec, now: datetime) -> dic
 
     When an agent that reported ``active`` is dead (or disabled), its state
     becomes ``standby`` — or ``unknown`` when every hosting agent is dead. Like
-    Neutron, the corrected state is written back.
+    Neutron, the corrected state is written back, and dead replicas already
+    ``unknown`` do not count as dead ones (neutron/db/l3_hamode_db.py,
+    ``_get_bindings_and_update_router_state_for_dead_agents``).
     """
     replicas = list(router.bindings.values())
     dead = [r for r in replicas if not (sim.is_alive(r.agent, now) and r.agent.admin_state_up)]
     active_dead = [r for r in dead if r.reported == "active"]
+    standby_dead = [r for r in dead if r.reported == "standby"]
     if active_dead:
-        state = "unknown" if len(dead) == len(replicas) else "standby"
+        all_dead = len(active_dead) + len(standby_dead) == len(replicas)
+        state = "unknown" if all_dead else "standby"
         for replica in active_dead:
             replica.reported = state
     return {r.agent.id: r.reported for r in replicas}
@@ -143,21 +148,18 @@ def router_azs(router: RouterRec) -> list[str]:
 
 
 def port_status(port: PortRec) -> str:
+    """See ``sim_ports``; distributed interfaces are up while any binding is processed."""
     router = port.router
     if port.replica is not None:
-        if not port.replica.agent.admin_state_up:
-            return "DOWN"
-        return "ACTIVE" if port.replica.processed else "BUILD"
-    if not router.bindings:
-        return "DOWN"
-    if any(r.processed for r in router.bindings.values()):
-        return "ACTIVE"
-    return "BUILD"
+        return sim_ports.ha_port_status(port.replica)
+    if port.owner == OWNER_DVR_INTERFACE:
+        return "ACTIVE" if any(r.processed for r in router.bindings.values()) else "DOWN"
+    return sim_ports.central_status(router)
 
 
 def port_host(port: PortRec) -> str:
     if port.replica is not None:
-        return port.replica.agent.host
+        return port.replica.agent.host if port.replica.synced else ""
     if port.owner == OWNER_DVR_INTERFACE:
         return ""
     return port.router.ports_host

@@ -36,7 +36,7 @@ from l3ha.emulator.listeners import Listeners
 from l3ha.emulator.query import ApiError
 from l3ha.emulator.render import iso_time, reported_ha_states
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import AgentRec, RouterRec
+from l3ha.emulator.world import OWNER_GATEWAY, AgentRec, RouterRec
 
 LOG = logging.getLogger(__name__)
 CLOUD_NAME = "l3ha-emulator"
@@ -60,10 +60,13 @@ class Emulator:
         self.public = built.public
         self.sim = Simulation(self.world, self.cfg, self.clock, built.ha_net)
         self.api = NeutronApi(self.world, self.sim, self.cfg, self.clock, self.public)
-        self.listeners = Listeners(self.cfg.listener_prefix[0])
+        self.listeners = Listeners(self.cfg.listener_prefix[0], self.cfg.dataplane_port)
         for number, router in enumerate(list(self.world.routers.values())[
                 :self.cfg.dataplane_listeners], start=1):
             self.listeners.assign(router.id, number + (self.cfg.listener_prefix[1] << 8))
+            gateway = next((p for p in router.ports if p.owner == OWNER_GATEWAY), None)
+            if gateway is not None:  # the API shows the listener as the gateway address
+                gateway.ip = self.listeners.ip(router.id) or gateway.ip
         self.sim.on_reachability = self._reachability_changed
         self.keystone = (Keystone(self.cfg.username, self.cfg.password, self.cfg.project_name)
                          if self.cfg.keystone else None)
@@ -190,8 +193,9 @@ class Emulator:
                        "running": a.running, "dataplane_ok": a.dataplane_ok,
                        "admin_state_up": a.admin_state_up, "routers": len(a.routers),
                        "weight": a.weight, "overloaded": a.weight > self.cfg.agent_capacity,
-                       "queued": len(a.queue), "processing": len(a.inflight),
-                       "slow_factor": a.slow_factor}
+                       "queued": len(a.queue) + len(a.sync_queue),
+                       "processing": len(a.inflight), "slow_factor": a.slow_factor,
+                       "connected": self.sim.can_report(a), "stale_routers": len(a.stale)}
                       for a in self.world.l3_agents()]
             routers = list(self.world.routers.values())
             return {
@@ -200,11 +204,16 @@ class Emulator:
                 "routers": len(routers),
                 "unreachable": sum(1 for r in routers if not r.reachable),
                 "unhosted": sum(1 for r in routers if not r.bindings),
+                "duplicated": sum(1 for r in routers
+                                  if len(self.sim.forwarding_copies(r)) > 1 and not r.ha),
                 "broker_outage": self.clock.monotonic() < self.sim.broker_until,
                 "api": {"error_rate": self._error_rate, "error_status": self._error_status,
                         "latency_ms": self._latency_ms,
                         "outage": self.clock.monotonic() < self._outage_until},
                 "auto_failover_moves": self.sim.failover_moves,
+                "auto_failover": self.sim.failover.counters(),
+                "auto_scheduled": self.sim.scheduler.bound,
+                "dataplane_port": self.listeners.port,
             }
 
     # --- faults ---------------------------------------------------------------------------------
@@ -236,8 +245,8 @@ class Emulator:
     def _fault_revive_agent(self, host: str) -> None:
         self.sim.revive(self._agent(host))
 
-    def _fault_broker_outage(self, seconds: float) -> None:
-        self.sim.broker_outage(seconds)
+    def _fault_broker_outage(self, seconds: float, spread: float = 0.0) -> None:
+        self.sim.broker_outage(seconds, spread)
 
     def _fault_mgmt_partition(self, host: str, seconds: float) -> None:
         self.sim.mgmt_partition(self._agent(host), seconds)
@@ -266,8 +275,8 @@ class Emulator:
     def revive_agent(self, host: str) -> None:
         self.fault("revive-agent", host=host)
 
-    def broker_outage(self, seconds: float) -> None:
-        self.fault("broker-outage", seconds=seconds)
+    def broker_outage(self, seconds: float, spread: float = 0.0) -> None:
+        self.fault("broker-outage", seconds=seconds, spread=spread)
 
     def mgmt_partition(self, host: str, seconds: float) -> None:
         self.fault("mgmt-partition", host=host, seconds=seconds)

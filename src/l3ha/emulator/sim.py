@@ -10,27 +10,42 @@ Model:
 - an agent heartbeats every ``report_interval`` while its process runs and its
   management path (message bus, host link) works; the heartbeat carries the
   server's wall time;
-- an agent processes newly bound routers from a queue, ``agent_concurrency``
-  at a time, each taking ``router_base_time + router_port_time * ports``
-  (times its slow factor);
-- a router forwards while some agent that has processed it forwards (for HA:
-  the VRRP master); an agent forwards while it runs, its data plane works, it
-  is administratively up and its busy weight is within ``agent_capacity``;
-- HA: when no live replica is master, one is elected after
-  ``ha_takeover_time``; a replica's state reaches the server only while its
-  agent can report.
+- the management path (neutron/agent/l3/agent.py): an agent learns of a new
+  binding only by RPC, so while it is cut off (broker outage, management
+  partition) it neither picks up new bindings nor drops unbound routers — it
+  keeps forwarding them as stale copies; on reconnection it reports at once and
+  does a full resync: stale copies are removed, unprocessed bindings queued;
+- an agent processes routers ``agent_concurrency`` at a time, RPC-added ones
+  ahead of full-resync work (neutron's priority queue), each taking
+  ``router_base_time + router_port_time * ports`` (times its slow factor);
+- a router forwards while an agent that runs it forwards (for HA: the VRRP
+  master); an agent forwards while it runs, its data plane works, it is
+  administratively up and its busy weight is within ``agent_capacity``; a legacy
+  router running on two forwarding agents (a stale copy and its new home) has a
+  duplicate gateway address and counts as unreachable until the stale copy goes;
+- HA: when no live replica is master, one is elected after ``ha_takeover_time``;
+  an agent reports a new primary ``ha_vrrp_advert_int`` after the transition
+  through a notifier that sends one batch per interval (neutron/agent/l3/ha.py),
+  and only while it can report;
+- Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
+  and router update (``router_auto_schedule``) in ``sim_schedule``, and when ports change
+  host and status in ``sim_ports``.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import random
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from l3ha.clock import Clock
+from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.sim_failover import NeutronFailover
+from l3ha.emulator.sim_schedule import RouterScheduler
 from l3ha.emulator.world import AgentRec, NetworkRec, Replica, RouterRec, World
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
@@ -49,7 +64,9 @@ class Simulation:
         self.on_reachability: Callable[[RouterRec], None] = lambda router: None
         self._events: list[Event] = []
         self._seq = itertools.count()
-        self.failover_moves = 0
+        self._outages = 0
+        self.failover = NeutronFailover(self)
+        self.scheduler = RouterScheduler(self)
 
     # --- event loop -----------------------------------------------------------
 
@@ -64,7 +81,7 @@ class Simulation:
             offset = self.cfg.report_interval * (agent.index + 1) / (len(agents) + 1)
             self.schedule(now + offset, self._heartbeat, agent)
         if self.cfg.neutron_auto_failover:
-            self.schedule(now + self.cfg.agent_down_time / 2, self._auto_failover)
+            self.failover.start()
         for router in self.world.routers.values():
             router.since = self.clock.wall()
             router.reachable = router.admin_state_up and self.router_forwards(router)
@@ -101,9 +118,14 @@ class Simulation:
 
     # --- predicates -------------------------------------------------------------
 
+    @property
+    def failover_moves(self) -> int:
+        return self.failover.moves
+
     def can_report(self, agent: AgentRec) -> bool:
+        """The agent's process runs and reaches the message bus (both ways)."""
         now = self.clock.monotonic()
-        return agent.running and now >= agent.partition_until and now >= self.broker_until
+        return agent.running and now >= agent.partition_until and now >= agent.broker_until
 
     def forwards(self, agent: AgentRec) -> bool:
         return (agent.running and agent.dataplane_ok and agent.admin_state_up
@@ -121,33 +143,78 @@ class Simulation:
 
     def _heartbeat(self, agent: AgentRec) -> None:
         if self.can_report(agent):
+            if agent.cut_off:
+                self._reconnect(agent)
             agent.heartbeat = self.clock.wall()
             for router in agent.routers.values():
                 self._sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
 
+    # --- the management path ---------------------------------------------------------
+
+    def _cut_off(self, agent: AgentRec, until: float) -> None:
+        """The agent loses the bus until ``until`` (it reconnects then, if nothing else)."""
+        if agent.running:
+            agent.cut_off = True
+        self.schedule(until, self._reconnect_due, agent)
+
+    def _reconnect_due(self, agent: AgentRec) -> None:
+        if agent.cut_off and self.can_report(agent):
+            self._reconnect(agent)
+
+    def _reconnect(self, agent: AgentRec) -> None:
+        """Back on the bus: report at once, then a full resync (neutron's fullsync)."""
+        agent.cut_off = False
+        agent.heartbeat = self.clock.wall()
+        self.drop_stale(agent)
+        self.scheduler.full_resync(agent)
+        waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
+        for router in agent.routers.values():
+            if not router.bindings[agent.id].processed and router.id not in waiting:
+                agent.sync_queue.append(router.id)
+        self._pump(agent)
+        for router in agent.routers.values():
+            self._sync_reported(router)
+
+    def drop_stale(self, agent: AgentRec) -> None:
+        """Remove the copies of routers the agent runs but no longer hosts."""
+        stale, agent.stale = agent.stale, {}
+        for router_id in stale:
+            router = self.world.routers.get(router_id)
+            if router is not None:
+                router.stale.pop(agent.id, None)
+                self.refresh(router)
+
     # --- router processing -----------------------------------------------------------
 
-    def bind(self, router: RouterRec, agent: AgentRec) -> None:
+    def bind(self, router: RouterRec, agent: AgentRec, notify: bool = True) -> None:
+        """Bind and tell the agent (router_added_to_agent): lost while it is cut off.
+        ``notify=False``: the agent learns it in its resync (auto-scheduling)."""
         overloaded = agent.weight > self.cfg.agent_capacity
-        self.world.bind(router, agent, self.ha_net, self.clock.wall())
-        if len(router.bindings) == 1 and not router.ha:
-            router.ports_host = agent.host
-        agent.queue.append(router.id)
-        self._pump(agent)
+        replica = self.world.bind(router, agent, self.ha_net, self.clock.wall())
+        copy = agent.stale.pop(router.id, None)
+        router.stale.pop(agent.id, None)
+        if copy is not None:  # it never removed the router: it goes on running it
+            replica.processed, replica.vrrp = copy.processed, copy.vrrp
+            replica.synced = copy.synced
+        elif self.can_report(agent):
+            (agent.queue if notify else agent.sync_queue).append(router.id)
+            self._pump(agent)
         self._after_weight_change(agent, overloaded)
         self.refresh(router)
 
     def unbind(self, router: RouterRec, agent: AgentRec) -> bool:
+        """Unbind and tell the agent; a cut-off agent keeps running its copy."""
         overloaded = agent.weight > self.cfg.agent_capacity
         replica = self.world.unbind(router, agent)
         if replica is None:
             return False
         agent.inflight.pop(router.id, None)
-        if not router.bindings:
-            router.ports_host = ""
-        elif not router.ha:
-            router.ports_host = next(iter(router.bindings.values())).agent.host
+        if replica.processed and agent.running and not self.can_report(agent):
+            agent.stale[router.id] = replica
+            router.stale[agent.id] = replica
+        elif self.can_report(agent):
+            sim_ports.torn_down(router, agent)
         self._after_weight_change(agent, overloaded)
         self.refresh(router)
         self._pump(agent)
@@ -158,8 +225,10 @@ class Simulation:
         if not (agent.running and agent.admin_state_up):
             return
         now = self.clock.monotonic()
-        while agent.queue and len(agent.inflight) < self.cfg.agent_concurrency:
-            router = self.world.routers.get(agent.queue.popleft())
+        while ((agent.queue or agent.sync_queue)
+               and len(agent.inflight) < self.cfg.agent_concurrency):
+            queue = agent.queue or agent.sync_queue
+            router = self.world.routers.get(queue.popleft())
             if router is None or router.id in agent.inflight:
                 continue
             replica = router.bindings.get(agent.id)
@@ -169,6 +238,7 @@ class Simulation:
             duration = (self.cfg.router_base_time + self.cfg.router_port_time * ports)
             done = now + duration * agent.slow_factor
             agent.inflight[router.id] = done
+            sim_ports.fetched(router, replica)
             self.schedule(done, self._processed, agent, router.id, agent.generation, done)
 
     def _processed(self, agent: AgentRec, router_id: str, generation: int, done: float) -> None:
@@ -179,18 +249,21 @@ class Simulation:
         replica = router.bindings.get(agent.id) if router else None
         if router is not None and replica is not None:
             replica.processed = True
+            sim_ports.wired(router, replica)
             self.refresh(router)
         self._pump(agent)
 
     def _requeue_all(self, agent: AgentRec) -> None:
+        """Everything the agent ran is gone: its routers wait for a full resync."""
         agent.generation += 1
         agent.inflight.clear()
         agent.queue.clear()
+        agent.sync_queue.clear()
         for router in agent.routers.values():
             replica = router.bindings[agent.id]
             replica.processed = False
             replica.vrrp = "backup"
-            agent.queue.append(router.id)
+            agent.sync_queue.append(router.id)
 
     # --- HA and data plane ----------------------------------------------------------
 
@@ -201,15 +274,19 @@ class Simulation:
         self._sync_reported(router)
         self._update_reachability(router)
 
+    def copies(self, router: RouterRec) -> list[Replica]:
+        """Every copy of the router an agent runs or is setting up: bindings, then stale."""
+        return [*router.bindings.values(), *router.stale.values()]
+
     def _eligible(self, router: RouterRec) -> list[Replica]:
-        return [r for r in router.bindings.values() if r.processed and self.vrrp_alive(r.agent)]
+        return [r for r in self.copies(router) if r.processed and self.vrrp_alive(r.agent)]
 
     def _check_vrrp(self, router: RouterRec) -> None:
-        for replica in router.bindings.values():
+        for replica in self.copies(router):
             if replica.vrrp == "master" and not (replica.processed
                                                  and self.vrrp_alive(replica.agent)):
                 replica.vrrp = "backup"
-        has_master = any(r.vrrp == "master" for r in router.bindings.values())
+        has_master = any(r.vrrp == "master" for r in self.copies(router))
         if not has_master and router.election_due is None and self._eligible(router):
             router.election_due = self.clock.monotonic() + self.cfg.ha_takeover_time
             self.schedule(router.election_due, self._elect, router.id)
@@ -225,10 +302,13 @@ class Simulation:
         self.refresh(router)
 
     def split_brain(self, router: RouterRec, seconds: float) -> int:
-        """Make every eligible replica master for ``seconds``; return how many."""
+        """Make every eligible replica master for ``seconds``; return how many. The fault
+        puts them in the server's view at once (no report delay), so it shows at once."""
         eligible = self._eligible(router)
         for replica in eligible:
             replica.vrrp = "master"
+            if replica.agent.id in router.bindings and self.can_report(replica.agent):
+                replica.reported, replica.pending = "active", None
         router.split_brain_until = self.clock.monotonic() + seconds
         self.schedule(router.split_brain_until, self._heal_split_brain, router.id)
         self.refresh(router)
@@ -238,30 +318,69 @@ class Simulation:
         router = self.world.routers.get(router_id)
         if router is None or self.clock.monotonic() < router.split_brain_until:
             return
-        masters = [r for r in router.bindings.values() if r.vrrp == "master"]
+        masters = [r for r in self.copies(router) if r.vrrp == "master"]
         for replica in masters[1:]:
             replica.vrrp = "backup"
         self.refresh(router)
+
+    # --- HA state reports (keepalived-state-change -> BatchNotifier -> server) ----------
 
     def _sync_reported(self, router: RouterRec) -> None:
         if not router.ha:
             return
         for replica in router.bindings.values():
-            if not self.can_report(replica.agent):
-                continue
-            state = "active" if replica.vrrp == "master" else "standby"
-            if state != replica.reported:
-                replica.reported = state
-                if state == "active":
-                    router.ports_host = replica.agent.host
+            self._report_transition(router, replica)
+
+    def _report_transition(self, router: RouterRec, replica: Replica) -> None:
+        """Start reporting the replica's VRRP state if the server has another one."""
+        state = "active" if replica.vrrp == "master" else "standby"
+        if state in (replica.reported, replica.pending) or not self.can_report(replica.agent):
+            return
+        replica.pending = state
+        delay = self.cfg.ha_vrrp_advert_int if state == "active" else 0.0
+        self.schedule(self.clock.monotonic() + delay, self._queue_report, router.id,
+                      replica.agent.id, state)
+
+    def _queue_report(self, router_id: str, agent_id: str, state: str) -> None:
+        """The transition survived the wait: queue it on the agent's batch notifier."""
+        router = self.world.routers.get(router_id)
+        replica = router.bindings.get(agent_id) if router else None
+        if router is None or replica is None or replica.pending != state:
+            return
+        if state != ("active" if replica.vrrp == "master" else "standby"):
+            replica.pending = None  # primary -> backup again: never reported
+            self._report_transition(router, replica)
+            return
+        agent, now = replica.agent, self.clock.monotonic()
+        send = max(now, agent.notify_busy_until)
+        agent.notify_busy_until = send + self.cfg.ha_vrrp_advert_int
+        self.schedule(send, self._deliver_report, router_id, agent_id, state)
+
+    def _deliver_report(self, router_id: str, agent_id: str, state: str) -> None:
+        router = self.world.routers.get(router_id)
+        replica = router.bindings.get(agent_id) if router else None
+        if router is None or replica is None or replica.pending != state:
+            return
+        replica.pending = None
+        if not self.can_report(replica.agent):
+            return  # lost; the resync on reconnection reports again
+        replica.reported = state
+        if state == "active":
+            sim_ports.reported_active(router, replica)
+        self._report_transition(router, replica)
+
+    # --- data plane -----------------------------------------------------------------------
+
+    def forwarding_copies(self, router: RouterRec) -> list[Replica]:
+        """Copies that put the router's gateway address on a forwarding node."""
+        return [r for r in self.copies(router)
+                if r.processed and self.forwards(r.agent)
+                and (not router.ha or r.vrrp == "master")]
 
     def router_forwards(self, router: RouterRec) -> bool:
-        for replica in router.bindings.values():
-            if not (replica.processed and self.forwards(replica.agent)):
-                continue
-            if not router.ha or replica.vrrp == "master":
-                return True
-        return False
+        """One forwarding copy (HA: at least one master); two legacy copies clash."""
+        forwarding = len(self.forwarding_copies(router))
+        return forwarding >= 1 if router.ha else forwarding == 1
 
     def _update_reachability(self, router: RouterRec) -> None:
         reachable = router.admin_state_up and self.router_forwards(router)
@@ -295,11 +414,14 @@ class Simulation:
     # --- faults and admin state ---------------------------------------------------------
 
     def kill(self, agent: AgentRec) -> None:
-        """The node dies: no heartbeats, no processing, no forwarding."""
+        """The node dies: no heartbeats, no processing, no forwarding, no stale copies."""
         agent.running = False
+        agent.cut_off = False
         agent.generation += 1
         agent.inflight.clear()
         agent.queue.clear()
+        agent.sync_queue.clear()
+        self.drop_stale(agent)
         self.refresh_agent(agent)
 
     def revive(self, agent: AgentRec) -> None:
@@ -310,13 +432,14 @@ class Simulation:
         agent.running = True
         agent.dataplane_ok = True
         agent.started_at = self.clock.wall()
+        if not healthy:
+            self._requeue_all(agent)
+            self.drop_stale(agent)
+            self.refresh_agent(agent)
         if self.can_report(agent):
-            agent.heartbeat = agent.started_at
-        if healthy:
-            return
-        self._requeue_all(agent)
-        self.refresh_agent(agent)
-        self._pump(agent)
+            self._reconnect(agent)
+        else:
+            agent.cut_off = True  # it starts without the bus: it syncs once it reaches it
 
     def set_admin_state(self, agent: AgentRec, up: bool) -> None:
         """Disabled agents tear their routers down (bindings stay); enabling resyncs."""
@@ -326,6 +449,10 @@ class Simulation:
         self._requeue_all(agent)
         if not up:
             agent.queue.clear()
+            for router in agent.routers.values():
+                sim_ports.torn_down(router, agent)
+        elif self.can_report(agent):  # agent_updated: a full resync
+            self.scheduler.full_resync(agent)
         self.refresh_agent(agent)
         self._pump(agent)
 
@@ -334,10 +461,22 @@ class Simulation:
         self.refresh_agent(agent)
 
     def mgmt_partition(self, agent: AgentRec, seconds: float) -> None:
-        agent.partition_until = self.clock.monotonic() + seconds
+        agent.partition_until = max(agent.partition_until, self.clock.monotonic() + seconds)
+        self._cut_off(agent, agent.partition_until)
 
-    def broker_outage(self, seconds: float) -> None:
-        self.broker_until = self.clock.monotonic() + seconds
+    def broker_outage(self, seconds: float, spread: float = 0.0) -> list[str]:
+        """Every agent loses the bus for ``seconds``; they come back one by one over
+        ``spread`` seconds in an order drawn from the seed. Returns the hosts in order."""
+        agents = list(self.world.agents.values())
+        random.Random(f"broker-outage:{self.cfg.seed}:{self._outages}").shuffle(agents)
+        self._outages += 1
+        end = self.clock.monotonic() + seconds
+        for n, agent in enumerate(agents):
+            back = end + (spread * n / (len(agents) - 1) if len(agents) > 1 else 0.0)
+            agent.broker_until = max(agent.broker_until, back)
+            self._cut_off(agent, agent.broker_until)
+        self.broker_until = max([self.broker_until, *(a.broker_until for a in agents)])
+        return [a.host for a in agents]
 
     def slow_agent(self, agent: AgentRec, factor: float) -> None:
         agent.slow_factor = factor
@@ -348,30 +487,3 @@ class Simulation:
         self.world.set_tags(router, tags, self.clock.wall())
         for replica in list(router.bindings.values()):
             self._after_weight_change(replica.agent, before[replica.agent.id])
-
-    # --- Neutron's allow_automatic_l3agent_failover -----------------------------------------
-
-    def _auto_failover(self) -> None:
-        self.schedule(self.clock.monotonic() + self.cfg.agent_down_time / 2, self._auto_failover)
-        now = self.clock.wall()
-        limit = 2 * self.cfg.agent_down_time
-        for agent in self.world.l3_agents():
-            if not agent.admin_state_up or (now - agent.heartbeat).total_seconds() <= limit:
-                continue
-            for router in list(agent.routers.values()):
-                if router.ha:
-                    continue
-                target = self._least_routers_target(router, now)
-                self.unbind(router, agent)
-                if target is not None:
-                    self.bind(router, target)
-                    self.failover_moves += 1
-
-    def _least_routers_target(self, router: RouterRec, now: datetime) -> AgentRec | None:
-        modes = {"dvr_snat"} if router.distributed else {"legacy", "dvr_snat"}
-        candidates = [a for a in self.world.l3_agents()
-                      if a.mode in modes and a.admin_state_up and self.is_alive(a, now)
-                      and a.id not in router.bindings]
-        if not candidates:
-            return None
-        return min(candidates, key=lambda a: (len(a.routers), a.index))

@@ -52,10 +52,11 @@ class NetworkRec:
 class AgentRec:
     """One Neutron agent and the simulated process behind it."""
 
-    __slots__ = ("admin_state_up", "agent_type", "az", "created_at", "dataplane_ok",
-                 "description", "ex_gw_ports", "floating_ips", "generation", "heartbeat",
-                 "host", "id", "index", "inflight", "interfaces", "mode", "partition_until",
-                 "queue", "routers", "running", "slow_factor", "started_at", "weight")
+    __slots__ = ("admin_state_up", "agent_type", "az", "broker_until", "created_at",
+                 "cut_off", "dataplane_ok", "description", "ex_gw_ports", "floating_ips",
+                 "generation", "heartbeat", "host", "id", "index", "inflight", "interfaces",
+                 "mode", "notify_busy_until", "partition_until", "queue", "routers", "running",
+                 "slow_factor", "stale", "started_at", "sync_queue", "weight")
 
     def __init__(self, agent_id: str, index: int, host: str, az: str, agent_type: str,  # noqa: PLR0917
                  mode: str, now: datetime) -> None:
@@ -79,10 +80,18 @@ class AgentRec:
         self.running = True
         self.dataplane_ok = True
         self.partition_until = 0.0
+        self.broker_until = 0.0
+        # lost the message bus since its last full sync: resyncs on reconnection
+        self.cut_off = False
         self.slow_factor = 1.0
         self.generation = 0
-        self.queue: deque[str] = deque()
+        self.queue: deque[str] = deque()  # RPC-added routers (processed first)
+        self.sync_queue: deque[str] = deque()  # full-resync work
         self.inflight: dict[str, float] = {}
+        # routers unbound while the agent was cut off: it still runs them (router id -> copy)
+        self.stale: dict[str, Replica] = {}
+        # the HA state-change batch notifier sleeps until then after a send
+        self.notify_busy_until = 0.0
 
     @property
     def is_l3(self) -> bool:
@@ -92,13 +101,16 @@ class AgentRec:
 class Replica:
     """A router's binding to one agent, with what that agent has done with it."""
 
-    __slots__ = ("agent", "ha_port", "processed", "reported", "vrrp")
+    __slots__ = ("agent", "ha_port", "pending", "processed", "reported", "synced", "vrrp")
 
     def __init__(self, agent: AgentRec) -> None:
         self.agent = agent
         self.processed = False
+        # the agent has fetched the router (sync_routers): its HA port is bound to its host
+        self.synced = False
         self.vrrp = "backup"  # master | backup (the real keepalived state)
         self.reported = "standby"  # what the server believes: active | standby | unknown
+        self.pending: str | None = None  # a state change on its way to the server
         self.ha_port: PortRec | None = None
 
 
@@ -108,8 +120,8 @@ class RouterRec:
     __slots__ = ("admin_state_up", "az_hints", "bindings", "created_at", "description",
                  "distributed", "down_since", "downtime", "election_due", "fips", "ha",
                  "has_gateway", "id", "index", "listener", "name", "network", "ports",
-                 "ports_host", "project_id", "reachable", "revision", "since",
-                 "split_brain_until", "tags", "updated_at", "weight")
+                 "ports_host", "ports_status", "project_id", "reachable", "revision", "since",
+                 "split_brain_until", "stale", "tags", "updated_at", "weight")
 
     def __init__(self, router_id: str, index: int, name: str, project_id: str,  # noqa: PLR0917
                  network: NetworkRec, now: datetime) -> None:
@@ -131,7 +143,11 @@ class RouterRec:
         self.ports: list[PortRec] = []
         self.fips: list[FipRec] = []
         self.bindings: dict[str, Replica] = {}
+        # copies on agents that were cut off when it was unbound (agent id -> copy)
+        self.stale: dict[str, Replica] = {}
+        # binding:host_id and status of the central ports (gateway, interfaces, SNAT)
         self.ports_host = ""
+        self.ports_status = "DOWN"
         self.election_due: float | None = None
         self.split_brain_until = 0.0
         self.weight = 1

@@ -8,7 +8,7 @@ is what recovery and a missing fallback list use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from l3ha.model import Agent, AgentMode, Move, Router, Snapshot
 
@@ -41,8 +41,11 @@ def why_not(agent: Agent, router: Router | None = None) -> str:
     return ""
 
 
-def snapshot_candidates(snapshot: Snapshot) -> Callable[[Move], Sequence[str]]:
-    """Fallbacks for any move: eligible agents, fewest routers first, never the source."""
+def snapshot_candidates(
+    snapshot: Snapshot, allowed: Collection[str] | None = None
+) -> Callable[[Move], Sequence[str]]:
+    """Fallbacks for any move: eligible agents (only ``allowed`` ones when given, as
+    ``--to`` says), fewest routers first, never the source."""
     load = {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
 
     def candidates(move: Move) -> Sequence[str]:
@@ -51,7 +54,10 @@ def snapshot_candidates(snapshot: Snapshot) -> Callable[[Move], Sequence[str]]:
         eligible = [
             a
             for a in snapshot.agents
-            if agent_can_take(a, router) and a.id != move.source and a.id not in hosting
+            if agent_can_take(a, router)
+            and a.id != move.source
+            and a.id not in hosting
+            and (allowed is None or a.id in allowed)
         ]
         eligible.sort(key=lambda a: (load[a.id], a.id))
         return [a.id for a in eligible]

@@ -39,9 +39,16 @@ def ports_ready(
 ) -> tuple[bool, tuple[str, ...]]:
     """Whether the router's ports are up on ``host``; also the ids still waited for.
 
-    New HA replica: its HA port on ``host`` exists and is ACTIVE. Otherwise:
-    every centrally hosted port is ACTIVE and bound to ``host`` (or not bound
-    to any host). A router without such ports is ready at once.
+    New HA replica: its HA port on ``host`` exists and is ACTIVE (the other
+    replicas' ports and the router's central ports, which follow the active
+    replica, say nothing about it). Otherwise: every centrally hosted port is
+    bound to ``host`` AND ACTIVE. Neutron moves a port's ``binding:host_id``
+    only when the new agent fetches the router, so right after the bind the
+    ports are still ACTIVE on the old host (a dead agent never turns them
+    DOWN), and a port bound to no host is not up anywhere: neither counts.
+    For an HA router bound alone (repair) the central ports reach ``host``
+    once its replica reports active. A router without central ports is ready
+    at once.
     """
     if kind is MoveKind.ADD_REPLICA:
         mine = [p for p in ports if p.device_owner == HA_INTERFACE and p.host == host]
@@ -50,7 +57,7 @@ def ports_ready(
         waiting = tuple(p.id for p in mine if p.status != "ACTIVE")
         return not waiting, waiting
     central = [p for p in ports if p.device_owner in CENTRAL_OWNERS]
-    waiting = tuple(p.id for p in central if p.status != "ACTIVE" or (p.host and p.host != host))
+    waiting = tuple(p.id for p in central if p.status != "ACTIVE" or p.host != host)
     return not waiting, waiting
 
 

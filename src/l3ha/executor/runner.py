@@ -95,6 +95,7 @@ class Executor:
         progress: ProgressCallback | None = None,
         args: Mapping[str, object] | None = None,
         require_dead_source: bool | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> RunResult:
         """Execute ``plan``; every move gets a result, in plan order.
 
@@ -102,6 +103,9 @@ class Executor:
         (alive and enabled) again; ``None`` decides by the operation kind
         (``SOURCE_MUST_BE_DEAD``), ``False`` for ``evacuate --force``. The
         plan's unplaceable routers are carried in ``RunResult.unplaced``.
+        ``should_stop``: asked before each move starts; once it answers True
+        (a daemon shutting down or losing leadership) no further move starts,
+        the moves in flight finish, and the rest are reported skipped.
         """
         kind = operation_kind or plan.action
         warnings = tuple(plan.warnings) + tuple(
@@ -125,6 +129,7 @@ class Executor:
             progress=progress,
             must_be_dead=must_be_dead,
             journal=self.journal,
+            should_stop=should_stop,
         )
         return run.execute(dict(args or {}), warnings)
 
@@ -158,6 +163,7 @@ class _Run:
         progress: ProgressCallback | None,
         must_be_dead: bool,
         journal: Journal,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.ex = executor
         self.opts = executor.options
@@ -166,6 +172,8 @@ class _Run:
         self.kind = kind
         self.fallbacks = fallbacks
         self.progress = progress
+        self.should_stop = should_stop or (lambda: False)
+        self.stopped = False
         self.journal = journal
         self.items = [_Item(i, m) for i, m in enumerate(plan.moves)]
         self.state = _State()
@@ -220,9 +228,18 @@ class _Run:
         journal_error = self.state.journal_error or self.writer.journal_error
         if journal_error:
             return replace(result, warnings=(*warnings, "journal write failed: " + journal_error))
+        unstarted = [i for i in self.items if self._stopped_before_start(i)]
+        if unstarted:  # left open: the next run (or leader) finishes the operation
+            self.journal.abandon(op_id)
+            note = f"stopped: {len(unstarted)} move(s) not started; the operation stays open"
+            return replace(result, warnings=(*warnings, note))
         status = OperationStatus.DONE if result.ok else OperationStatus.FAILED
         self.journal.finish_operation(op_id, status, json.dumps(dict(result.counts())))
         return result
+
+    def _stopped_before_start(self, item: _Item) -> bool:
+        """A move the caller's stop request kept from starting (its outcome is not journalled)."""
+        return self.stopped and not item.started
 
     def _after_canary(self, canary: list[_Item]) -> None:
         """Re-check the sources; stop everything if the whole canary batch went wrong."""
@@ -251,7 +268,7 @@ class _Run:
         while True:
             with self.state.cond:
                 self.state.journal_error = self.state.journal_error or self.writer.journal_error
-                if self.state.journal_error:
+                if self.state.journal_error or self._stopping():
                     revived, remaining = remaining, []
                 else:
                     revived = self._revived(remaining)
@@ -287,9 +304,16 @@ class _Run:
             and self.sources.revived(i.move.source)
         ]
 
+    def _stopping(self) -> bool:
+        """Whether the caller asked to stop starting moves (sticky once asked)."""
+        self.stopped = self.stopped or self.should_stop()
+        return self.stopped
+
     def _why_skipped(self, item: _Item) -> str:
         if self.state.journal_error:
             return f"not started: the journal cannot be written ({self.state.journal_error})"
+        if self.stopped:
+            return "not started: l3ha is stopping (shutdown or leadership lost)"
         if item.move.kind is MoveKind.MOVE:
             return f"{SOURCE_BACK}; not moved"
         if item.move.kind is MoveKind.ADD_REPLICA:
@@ -412,6 +436,8 @@ class _Run:
 
     def _journal_outcome(self, item: _Item, result: MoveResult) -> None:
         if self.state.journal_error or self.writer.journal_error:
+            return
+        if self._stopped_before_start(item):
             return
         try:
             self.journal.record_outcome(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from l3ha.executor.candidates import is_usable, why_not
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.executor.steps import NO_AGENT, MoveWriter, RouterGoneError, Written
 from l3ha.journal import MoveStep
@@ -121,4 +122,7 @@ def _judge_hosted(
     agent = writer.agent(landed)
     if agent is None:
         return MoveResult(move, MoveOutcome.FAILED, f"{error} (hosted by {where})")
+    if not is_usable(agent):  # e.g. Neutron scheduled it there, and that agent is gone
+        reason = f"{error} (hosted by {agent.host}, which {why_not(agent).split(' ', 1)[1]})"
+        return MoveResult(move, MoveOutcome.FAILED, reason, target=agent.id)
     return Written(landed, agent.host, 0, f"bound to {agent.host} despite: {error}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from l3ha.clock import Clock
@@ -258,20 +258,16 @@ class MoveWriter:
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return written
-        return self._rollback(move, move_id, errors)
+        return self._rollback(move, move_id, errors, candidates)
 
-    def _rollback(self, move: Move, move_id: int, errors: list[str]) -> MoveResult:
+    def _rollback(
+        self, move: Move, move_id: int, errors: list[str], candidates: list[str]
+    ) -> MoveResult | Written:
         """No target took the router: back to its source if alive, else loudly unhosted."""
         why = "no target took the router (" + "; ".join(errors) + ")"
         hosting = self.hosting(move.router_id)
-        if hosting:  # someone else bound it meanwhile: it is hosted
-            where = sorted(hosting)
-            return MoveResult(
-                move,
-                MoveOutcome.SKIPPED,
-                f"{why}; hosted meanwhile by {', '.join(where)}",
-                target=where[0],
-            )
+        if hosting:  # Neutron (or someone) bound it meanwhile: it is hosted
+            return self.landed_elsewhere(move, move_id, hosting, errors, candidates)
         rolled = self.rollback_to_source(move, move_id)
         if rolled is not None:
             return MoveResult(
@@ -281,6 +277,79 @@ class MoveWriter:
             move,
             MoveOutcome.UNHOSTED,
             f"{NO_AGENT}{why}; the source is dead, disabled or refused it",
+        )
+
+    def landed_elsewhere(
+        self,
+        move: Move,
+        move_id: int,
+        hosting: set[str],
+        errors: list[str],
+        candidates: list[str],
+        *,
+        again: bool = True,
+    ) -> MoveResult | Written:
+        """The router was bound to an agent l3ha did not choose while l3ha worked on it.
+
+        Neutron does that on its own: an agent's full resync auto-schedules unhosted
+        routers to it, a router update schedules an unhosted router, both in the gap
+        between l3ha's unbind and bind (whose POST then answers 409). A usable agent
+        keeps it (reported MOVED there once its ports are up; an evacuation's revived
+        source keeps it as SKIPPED); from an unusable one it is moved once more
+        (``again``), never fought over twice.
+        """
+        where = sorted(hosting)
+        why = "; ".join(errors) or "no error"
+        agent = self.agent(where[0])
+        if agent is not None and is_usable(agent):
+            if agent.id == move.source:
+                if self.sources.require_dead:
+                    self.sources.mark_revived(agent.id, agent.host)
+                return MoveResult(
+                    move,
+                    MoveOutcome.SKIPPED,
+                    f"Neutron scheduled it back to its source {agent.host} ({why}); not moved",
+                    target=agent.id,
+                )
+            note = f"Neutron scheduled it to {agent.host} ({why})"
+            self.step(move_id, MoveStep.VERIFIED, target=agent.id, detail=note)
+            return Written(agent.id, agent.host, 0, note)
+        unusable = why_not(agent) if agent is not None else f"{where[0]} does not exist"
+        grabbed = f"Neutron scheduled it to {', '.join(where)} ({why}) and {unusable}"
+        if not again or move.kind is MoveKind.ADD_REPLICA or agent is None:
+            return MoveResult(move, MoveOutcome.FAILED, grabbed, target=where[0])
+        return self._move_off(move, move_id, agent, grabbed, candidates)
+
+    def _move_off(
+        self, move: Move, move_id: int, holder: Agent, grabbed: str, candidates: list[str]
+    ) -> MoveResult | Written:
+        """Move the router off the unusable agent Neutron put it on, to the planned targets."""
+        first, rest, reasons = self.first_eligible(move, [c for c in candidates if c != holder.id])
+        if first is None:
+            reason = f"{grabbed}; no eligible target to move it on ({'; '.join(reasons)})"
+            return MoveResult(move, MoveOutcome.FAILED, reason, target=holder.id)
+        self.step(move_id, MoveStep.INTENT, target=first.id, detail=f"{grabbed}; moving it on")
+        try:
+            self.retrying(lambda: self.cloud.unbind(move.router_id, holder.id))
+        except L3haError as exc:
+            if holder.id in self.hosting(move.router_id):
+                reason = f"{grabbed}; unbinding it from there failed: {exc}"
+                return MoveResult(move, MoveOutcome.FAILED, reason, target=holder.id)
+        self.step(move_id, MoveStep.UNBOUND, detail=f"off {holder.host}")
+        written, errors = self.bind_somewhere(move, move_id, rest, first)
+        if written is not None:
+            return replace(written, note=f"{grabbed}; moved on to {written.target_host}")
+        hosting = self.hosting(move.router_id)
+        if hosting:
+            return self.landed_elsewhere(move, move_id, hosting, errors, [], again=False)
+        rolled = self.rollback_to_source(move, move_id)
+        if rolled is not None:
+            reason = f"{grabbed}; no target took it ({'; '.join(errors)}); re-bound to its source"
+            return MoveResult(move, MoveOutcome.ROLLED_BACK, reason, target=rolled)
+        return MoveResult(
+            move,
+            MoveOutcome.UNHOSTED,
+            f"{NO_AGENT}{grabbed}; then no target took it ({'; '.join(errors)})",
         )
 
     def rollback_to_source(self, move: Move, move_id: int) -> str | None:
@@ -348,6 +417,10 @@ class MoveWriter:
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return written
+        if move.kind is not MoveKind.ADD_REPLICA:
+            hosting = self.hosting(move.router_id)
+            if hosting:  # Neutron scheduled it meanwhile (a 409 from our bind)
+                return self.landed_elsewhere(move, move_id, hosting, errors, candidates)
         return MoveResult(move, failure, f"{messages[1]} ({'; '.join(errors)})")
 
     def _remove_replica(self, move: Move, move_id: int) -> MoveResult:
@@ -376,6 +449,17 @@ class MoveWriter:
                 return MoveResult(move, MoveOutcome.FAILED, f"removing the replica failed: {exc}")
         self.step(move_id, MoveStep.UNBOUND)
         if source in self.hosting(move.router_id):
+            back = self.agent(source)
+            if back is not None and is_usable(back):  # its resync topped the router up
+                if self.sources.require_dead:
+                    self.sources.mark_revived(back.id, back.host)
+                return MoveResult(
+                    move,
+                    MoveOutcome.SKIPPED,
+                    f"Neutron re-added the replica on {back.host}: its agent is back and "
+                    "resynced (auto-scheduling tops HA routers up); kept, not removed again",
+                    target=back.id,
+                )
             return MoveResult(move, MoveOutcome.FAILED, "replica still bound when read back")
         self.step(move_id, MoveStep.VERIFIED)
         return MoveResult(move, MoveOutcome.MOVED, "replica removed")

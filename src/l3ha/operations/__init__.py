@@ -14,6 +14,7 @@ from l3ha.operations.actions import (
     migrate,
     rebalance,
     repair,
+    resume,
     run_action,
     undrain,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "rebalance",
     "repair",
     "resolve_placement",
+    "resume",
     "run_action",
     "undrain",
 ]

@@ -19,7 +19,7 @@ from l3ha.journal import OperationRecord
 from l3ha.model import Agent, MoveKind, Plan, Snapshot
 from l3ha.operations.context import OperationContext
 from l3ha.operations.interrupted import finish_interrupted
-from l3ha.operations.planning import make_plan
+from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
     DRAIN_MARK,
     Action,
@@ -87,6 +87,15 @@ def repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     step = _execute(ctx, request, snapshot, make_plan(request, snapshot))
     code = _finish_interrupted_plans(ctx, request, interrupted)
     return ActionResult(request.action, (step,), recovered_ok=recovered_ok, follow_up_code=code)
+
+
+def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Only finish what a crash or a stop interrupted: recover its moves from the cloud's
+    state, then run again the evacuations and drains it had not finished. (A daemon
+    taking over calls this; ``repair`` does the same and repairs the rest.)"""
+    ok, interrupted = finish_interrupted(ctx, request.dry_run)
+    code = _finish_interrupted_plans(ctx, request, interrupted)
+    return ActionResult(request.action, recovered_ok=ok, follow_up_code=code)
 
 
 def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -179,11 +188,12 @@ def _recover(ctx: OperationContext, request: ActionRequest) -> tuple[bool, list[
 def _execute(
     ctx: OperationContext, request: ActionRequest, snapshot: Snapshot, plan: Plan
 ) -> Executed:
-    """Hand the plan to the executor (in dry-run mode it reports the plan)."""
+    """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
+    plan = within_budget(plan, request.move_budget)
     run = ctx.executor(request.execution).run(
         plan,
         request.action.value,
-        fallback_targets=snapshot_candidates(snapshot),
+        fallback_targets=snapshot_candidates(snapshot, _allowed(request, snapshot)),
         progress=ctx.progress,
         args={
             "command": request.action.value,
@@ -191,10 +201,16 @@ def _execute(
             **dict(request.journal_args),
         },
         require_dead_source=False if request.force else None,
+        should_stop=ctx.should_stop,
     )
     if plan.unplaceable and not request.dry_run:
         ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
     return Executed(plan, snapshot, run)
+
+
+def _allowed(request: ActionRequest, snapshot: Snapshot) -> frozenset[str] | None:
+    """The agents routers may go to (``--to``, the daemon's live agents); None: any."""
+    return resolve_placement(request.placement, snapshot).allowed_targets
 
 
 def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str, ...]:

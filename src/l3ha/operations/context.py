@@ -44,6 +44,7 @@ class OperationContext:
     notify: Notify = log_notice
     progress: Callable[[Progress], None] | None = None
     observer: Callable[[bool], Snapshot] | None = None
+    should_stop: Callable[[], bool] | None = None
 
     def observe(self, with_ha_state: bool = False) -> Snapshot:
         """The world to plan on (see the module docstring)."""

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
-from l3ha.model import Halt, Plan, Snapshot
+from l3ha.model import Halt, Move, Plan, Snapshot
 from l3ha.operations.request import Action, ActionRequest, PlacementRequest
 from l3ha.planner import (
     PlacementPolicy,
@@ -149,4 +149,31 @@ def _ha_only(plan: Plan, snapshot: Snapshot) -> Plan:
         action=Action.HA_REPAIR.value,
         moves=tuple(m for m in plan.moves if m.router_id in ha_ids),
         unplaceable=tuple(u for u in plan.unplaceable if u.router_id in ha_ids),
+    )
+
+
+def within_budget(plan: Plan, budget: int | None) -> Plan:
+    """The leading moves of ``plan`` that fit ``budget`` (None: all), whole routers only.
+
+    A router's moves (an HA replica's add and remove) are kept or left out
+    together; what is left out waits for a later cycle, said in a warning.
+    """
+    if budget is None or len(plan.moves) <= budget:
+        return plan
+    kept: list[Move] = []
+    routers: set[str] = set()
+    for index, move in enumerate(plan.moves):
+        if move.router_id not in routers:
+            rest = sum(1 for m in plan.moves[index:] if m.router_id == move.router_id)
+            if len(kept) + rest > budget:
+                break
+            routers.add(move.router_id)
+        kept.append(move)
+    left = len(plan.moves) - len(kept)
+    note = f"{left} move(s) left for later by the move budget ({budget})"
+    return replace(
+        plan,
+        moves=tuple(kept),
+        canary=min(plan.canary, len(kept)),
+        warnings=(*plan.warnings, note),
     )

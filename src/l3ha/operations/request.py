@@ -58,6 +58,8 @@ class ActionRequest:
     evacuate, a live and enabled source would refuse. ``max_moves``: cap of
     rebalance (and of the rebalance after undrain with ``rebalance_after``).
     ``journal_args``: extra facts recorded with the operation (who asked).
+    ``move_budget``: at most this many moves now (the daemon's rate budget);
+    the rest of the plan is left for a later call.
     """
 
     action: Action
@@ -71,6 +73,7 @@ class ActionRequest:
     max_moves: int | None = None
     rebalance_after: bool = False
     journal_args: tuple[tuple[str, str], ...] = ()
+    move_budget: int | None = None
 
     @property
     def dry_run(self) -> bool:

@@ -1,0 +1,62 @@
+"""``l3ha config sample|show``: the daemon's configuration file. I/O: reads config files, stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from l3ha.cli.common import command_group
+
+
+def sample(_args: argparse.Namespace) -> int:
+    """Handler of ``l3ha config sample``."""
+    from l3ha.daemon.settings import sample_config
+
+    sys.stdout.write(sample_config())
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    """Handler of ``l3ha config show``."""
+    from l3ha.daemon.leader import display_url
+    from l3ha.daemon.settings import load_settings
+
+    settings = load_settings(args)
+    for name, value in asdict(settings).items():
+        shown = "" if value is None else str(value)
+        if name == "coordination":
+            shown = display_url(shown)
+        if name == "config_files":
+            shown = ", ".join(value) or "(none)"
+        sys.stdout.write(f"{name} = {shown}".rstrip() + "\n")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``l3ha config sample`` and ``l3ha config show``."""
+    from l3ha.daemon.settings import add_watch_arguments
+
+    group = command_group(subparsers, "config", "the configuration file of 'l3ha watch'")
+    parser = group.add_parser(
+        "sample",
+        help="print a sample l3ha.conf with every option, its help and its default",
+        description=(
+            "Print the documented sample configuration, generated from the option "
+            "definitions (the same as etc/l3ha.conf.sample). Install it as "
+            "/etc/l3ha/l3ha.conf and uncomment what you change."
+        ),
+    )
+    parser.set_defaults(func=sample)
+    parser = group.add_parser(
+        "show",
+        help="print the settings 'l3ha watch' would run with (files and flags applied)",
+        description=(
+            "Read /etc/l3ha/l3ha.conf (if it exists) and every --config-file, apply the "
+            "flags, check every value, and print the resulting settings; exit 2 on an "
+            "unknown option or a bad value. Credentials are not shown."
+        ),
+    )
+    add_watch_arguments(parser)
+    parser.set_defaults(func=show)

@@ -1,0 +1,118 @@
+"""``l3ha watch``: the automatic failover daemon. I/O: cloud, journal, coordination, metrics.
+
+Parses the options (flags over ``--config-file`` over ``/etc/l3ha/l3ha.conf``
+over defaults, ``l3ha.daemon.settings``), builds the daemon's parts and runs
+``l3ha.daemon.watch.Watcher``; it decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+from l3ha.cli.common import add_cloud_options
+
+DESCRIPTION = (
+    "Keep every router on a live L3 agent, automatically and safely. Every --interval "
+    "seconds: read the agents' heartbeats, judge each agent from l3ha's own observation "
+    "(its heartbeat value changing, on this host's monotonic clock; never the server's "
+    "'alive' flag), halt every move while many agents look dead at once (a control-plane "
+    "fault) or just after such an outage, and otherwise evacuate dead agents, bind "
+    "unhosted routers and replace HA replicas on dead agents, within a move budget. "
+    "Several instances elect one leader (--coordination); the others observe. "
+    "SIGTERM finishes the moves in flight and exits; SIGHUP re-reads the configuration."
+)
+
+
+def register(sub: Any) -> None:
+    """Add ``l3ha watch``."""
+    from l3ha.daemon.settings import add_watch_arguments
+
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "watch", help="the automatic failover daemon", description=DESCRIPTION
+    )
+    add_cloud_options(parser)
+    add_watch_arguments(parser)
+    parser.add_argument(
+        "--member-id",
+        metavar="NAME",
+        help="this instance's name in leader election (default: HOST-PID)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from l3ha.cli.common import load_weight_policy, open_cloud
+    from l3ha.clock import SystemClock
+    from l3ha.daemon.leader import Leadership, default_member_id
+    from l3ha.daemon.logevents import configure, event
+    from l3ha.daemon.metrics import WatchMetrics
+    from l3ha.daemon.settings import load_settings
+    from l3ha.daemon.watch import Parts, Watcher
+    from l3ha.journal import Journal
+
+    settings = load_settings(args)
+    weights = load_weight_policy(args)
+    configure(settings.log_format)
+    if settings.os_cloud and not getattr(args, "os_cloud", None):
+        args.os_cloud = settings.os_cloud
+    cloud = open_cloud(args)
+    clock = SystemClock()
+    member = args.member_id or default_member_id()
+    leadership = Leadership(settings.coordination, member, clock)
+    leadership.connect()  # an unreachable coordination service is a one-line error
+    metrics = WatchMetrics(member) if settings.metrics_port else None
+    server = metrics.serve(settings.metrics_port, settings.metrics_host) if metrics else None
+    if server is not None:
+        event("metrics", url=server.url)
+    try:
+        with Journal(settings.state_dir) as journal:
+            parts = Parts(
+                settings,
+                cloud,
+                journal,
+                clock,
+                leadership=leadership,
+                metrics=metrics,
+                weights=weights,
+                reload=lambda: load_settings(args),
+            )
+            watcher = Watcher(parts)
+            _install_signals(watcher, settings.shutdown_timeout)
+            event("started", member=member, interval=settings.interval, dry_run=settings.dry_run)
+            return watcher.run()
+    finally:
+        leadership.close()
+        if server is not None:
+            server.stop()
+
+
+def _install_signals(watcher: Any, shutdown_timeout: float) -> None:
+    """SIGTERM/SIGINT stop (moves in flight finish, bounded); SIGHUP reloads."""
+
+    def stop(signum: int, _frame: object) -> None:
+        watcher.request_stop()
+        _exit_after(shutdown_timeout)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, lambda _s, _f: watcher.request_reload())
+
+
+def _exit_after(seconds: float) -> None:
+    """Bound the shutdown: exit anyway once ``seconds`` have passed (the journal keeps
+    whatever was cut short for the next leader)."""
+
+    def expire() -> None:
+        import os
+
+        from l3ha.daemon.logevents import event
+
+        event("shutdown_timeout", seconds=seconds)
+        os._exit(1)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()

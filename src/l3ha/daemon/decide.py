@@ -1,0 +1,76 @@
+"""What the watch daemon should do this cycle, from its own verdicts. Pure.
+
+``overlay`` turns a snapshot into the world as l3ha judges it: an agent is
+dead (``alive`` False) only when l3ha's own verdict is DEAD; suspect, grace
+and partitioned agents count as alive (they are never a source) but are not
+allowed as targets, which only live agents are (``targets``). ``decide``
+lists the actions, in order: evacuate each dead agent that still hosts
+routers, then repair (bind unhosted routers, replace HA replicas on dead
+agents) when there is something to repair, then — only with auto-rebalance
+and a healthy fleet — rebalance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from l3ha.health import Verdict
+from l3ha.model import Snapshot
+from l3ha.operations import Action
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One action the daemon takes, on which agent, and why (for the log)."""
+
+    action: Action
+    reason: str
+    agent: str | None = None
+
+
+def overlay(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> Snapshot:
+    """The snapshot with each agent's ``alive`` replaced by l3ha's own judgement."""
+    agents = tuple(
+        replace(a, alive=verdict_of.get(a.id, Verdict.ALIVE) is not Verdict.DEAD)
+        for a in snapshot.agents
+    )
+    return replace(snapshot, agents=agents)
+
+
+def targets(verdict_of: Mapping[str, Verdict]) -> tuple[str, ...]:
+    """The agents routers may be moved to: those l3ha judges alive (sorted ids)."""
+    return tuple(sorted(a for a, v in verdict_of.items() if v is Verdict.ALIVE))
+
+
+def decide(
+    snapshot: Snapshot, verdict_of: Mapping[str, Verdict], auto_rebalance: bool
+) -> list[Decision]:
+    """The actions of one cycle (see the module docstring); empty when all is well."""
+    decisions = [
+        Decision(Action.EVACUATE, f"agent {agent.host} is dead (l3ha's observation)", agent.id)
+        for agent in sorted(snapshot.agents, key=lambda a: a.host)
+        if verdict_of.get(agent.id) is Verdict.DEAD and snapshot.bindings_of_agent(agent.id)
+    ]
+    repair = _repair_reason(snapshot, verdict_of)
+    if repair:
+        decisions.append(Decision(Action.REPAIR, repair))
+    if auto_rebalance and not decisions and _all_settled(verdict_of):
+        decisions.append(Decision(Action.REBALANCE, "auto-rebalance: every agent is alive"))
+    return decisions
+
+
+def _repair_reason(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> str:
+    unhosted = len(snapshot.unhosted_routers())
+    if unhosted:
+        return f"{unhosted} router(s) have no agent"
+    dead = {a for a, v in verdict_of.items() if v is Verdict.DEAD}
+    ha = {r.id for r in snapshot.routers if r.ha}
+    stranded = {b.router_id for b in snapshot.bindings if b.agent_id in dead and b.router_id in ha}
+    if stranded:
+        return f"{len(stranded)} HA router(s) have a replica on a dead agent"
+    return ""
+
+
+def _all_settled(verdict_of: Mapping[str, Verdict]) -> bool:
+    return all(v in (Verdict.ALIVE, Verdict.DISABLED) for v in verdict_of.values())

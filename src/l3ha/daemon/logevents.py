@@ -1,0 +1,79 @@
+"""Structured log events of the daemon: one event per decision, with its reason. I/O: logging.
+
+``event(name, **fields)`` logs through the ``l3ha.watch`` logger;
+``configure(fmt)`` installs a handler on stderr that writes each record as
+text (``2026-12-01T10:00:00Z INFO evacuate agent=net-3 reason=...``) or as
+one JSON object per line (``--log-format json``), fields included.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+log = logging.getLogger("l3ha.watch")
+
+_FIELDS = "l3ha_fields"
+
+
+def event(name: str, level: int = logging.INFO, **fields: object) -> None:
+    """Log one event with its fields."""
+    log.log(level, "%s", name, extra={_FIELDS: fields})
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    moment = datetime.fromtimestamp(record.created, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    fields = getattr(record, _FIELDS, None)
+    return dict(fields) if isinstance(fields, dict) else {}
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL event key=value ...``"""
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [_timestamp(record), record.levelname, record.getMessage()]
+        parts += [f"{k}={_text(v)}" for k, v in _fields(record).items()]
+        line = " ".join(parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, ``event`` and the fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, object] = {
+            "ts": _timestamp(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        doc.update(_fields(record))
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str, sort_keys=False)
+
+
+def _text(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return json.dumps(text) if (" " in text or not text) else text
+
+
+def configure(fmt: str, level: int = logging.INFO, stream: TextIO | None = None) -> None:
+    """Send l3ha's logs to ``stream`` (stderr) as ``text`` or ``json``."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger("l3ha")
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False

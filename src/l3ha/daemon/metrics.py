@@ -1,0 +1,258 @@
+"""Prometheus metrics of ``l3ha watch``. I/O: an HTTP server thread on a local port (when started).
+
+Every metric lives on the ``WatchMetrics`` instance's own ``CollectorRegistry``
+(never prometheus_client's global one), so two daemons in one test process, or a
+second ``WatchMetrics``, never collide. The watch loop calls the ``set_*`` /
+``count_*`` / ``observe_*`` methods; ``start_metrics_server`` serves the
+registry on ``http://HOST:PORT/metrics`` (any path answers, as prometheus_client does).
+
+Metric names (the alert rules in ``contrib/l3ha-alerts.yml`` use them):
+
+==============================================  =========  ===========================
+name                                            type       labels
+==============================================  =========  ===========================
+l3ha_agents                                     gauge      verdict
+l3ha_agent_routers                              gauge      host
+l3ha_agent_busy_routers                         gauge      host
+l3ha_agent_partitioned                          gauge      host
+l3ha_partitioned_agents                         gauge
+l3ha_unhosted_routers                           gauge
+l3ha_moves_total                                counter    reason, outcome
+l3ha_gate_halted                                gauge
+l3ha_gate_halt_reason                           gauge      reason
+l3ha_cycle_duration_seconds                     histogram
+l3ha_leader                                     gauge
+l3ha_api_errors_total                           counter    kind
+l3ha_last_good_cycle_timestamp_seconds          gauge
+l3ha_info                                       gauge      version, member
+==============================================  =========  ===========================
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from l3ha import __version__
+from l3ha.errors import BadInputError
+from l3ha.health import Verdict
+from l3ha.model import HaltReason
+
+CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+#: Verdicts exported at 0 from the start, so alerts see them before they first occur.
+KNOWN_VERDICTS = (*(v.value for v in Verdict), "partitioned")
+
+
+class WatchMetrics:
+    """The daemon's metrics on a private registry; every method is thread-safe."""
+
+    def __init__(self, member_id: str = "") -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self._lock = threading.Lock()
+        self.agents = Gauge(
+            "l3ha_agents", "L3 agents by l3ha's own verdict", ["verdict"], registry=reg
+        )
+        self.agent_routers = Gauge(
+            "l3ha_agent_routers", "Routers bound to the agent on this host", ["host"], registry=reg
+        )
+        self.agent_busy_routers = Gauge(
+            "l3ha_agent_busy_routers",
+            "Busy (high-weight) routers bound to the agent on this host",
+            ["host"],
+            registry=reg,
+        )
+        self.agent_partitioned = Gauge(
+            "l3ha_agent_partitioned",
+            "1 when the agent's heartbeat is stale but its data plane still answers",
+            ["host"],
+            registry=reg,
+        )
+        self.partitioned_agents = Gauge(
+            "l3ha_partitioned_agents",
+            "Agents whose heartbeat is stale but whose data plane still answers",
+            registry=reg,
+        )
+        self.unhosted = Gauge(
+            "l3ha_unhosted_routers", "Routers bound to no L3 agent at all", registry=reg
+        )
+        self.moves = Counter(
+            "l3ha_moves",
+            "Router moves attempted, by reason and outcome",
+            ["reason", "outcome"],
+            registry=reg,
+        )
+        self.gate_halted = Gauge(
+            "l3ha_gate_halted",
+            "1 while a fleet safety gate halts every automatic move",
+            registry=reg,
+        )
+        self.gate_reason = Gauge(
+            "l3ha_gate_halt_reason",
+            "1 for the reason the fleet gate halts moves now, 0 for the others",
+            ["reason"],
+            registry=reg,
+        )
+        self.cycle = Histogram(
+            "l3ha_cycle_duration_seconds",
+            "Duration of one watch cycle (observe, judge, plan, act, verify)",
+            buckets=CYCLE_BUCKETS,
+            registry=reg,
+        )
+        self.leader = Gauge(
+            "l3ha_leader", "1 while this instance holds the leader lock and acts", registry=reg
+        )
+        self.api_errors = Counter(
+            "l3ha_api_errors", "Failed Neutron API calls, by kind of error", ["kind"], registry=reg
+        )
+        self.last_good_cycle = Gauge(
+            "l3ha_last_good_cycle_timestamp_seconds",
+            "Unix time at which the last cycle on a fresh, complete snapshot ended",
+            registry=reg,
+        )
+        self.info = Gauge(
+            "l3ha_info",
+            "Always 1; labels name the l3ha version and member id",
+            ["version", "member"],
+            registry=reg,
+        )
+        self.info.labels(version=__version__, member=member_id).set(1)
+        self._hosts: set[str] = set()
+        self._partitioned_hosts: set[str] = set()
+        self._reasons: set[str] = {r.value for r in HaltReason}
+        self._verdicts: set[str] = set(KNOWN_VERDICTS)
+        self.set_agents_by_verdict({})
+        self.set_gate(False, "")
+        self.set_leader(False)
+        self.set_unhosted(0)
+        self.set_partitioned(0)
+
+    def set_agents_by_verdict(self, counts: Mapping[str, int]) -> None:
+        """Agents per verdict; verdicts missing from ``counts`` are 0."""
+        with self._lock:
+            self._verdicts.update(str(v) for v in counts)
+            for verdict in self._verdicts:
+                self.agents.labels(verdict=verdict).set(counts.get(verdict, 0))
+
+    def set_routers_per_agent(self, per_host: Mapping[str, tuple[int, int]]) -> None:
+        """``host -> (routers, busy routers)``; hosts no longer listed are dropped."""
+        with self._lock:
+            for host in self._hosts - set(per_host):
+                self.agent_routers.remove(host)
+                self.agent_busy_routers.remove(host)
+            for host, (routers, busy) in per_host.items():
+                self.agent_routers.labels(host=host).set(routers)
+                self.agent_busy_routers.labels(host=host).set(busy)
+            self._hosts = set(per_host)
+
+    def set_unhosted(self, count: int) -> None:
+        """Routers bound to no agent."""
+        self.unhosted.set(count)
+
+    def count_move(self, reason: str, outcome: str) -> None:
+        """One move attempted for ``reason`` that ended with ``outcome`` (done, failed, ...)."""
+        self.moves.labels(reason=str(reason), outcome=str(outcome)).inc()
+
+    def set_gate(self, halted: bool, reason: str) -> None:
+        """The fleet gate: halted with ``reason``, or open (``reason`` ignored)."""
+        with self._lock:
+            if halted:
+                self._reasons.add(str(reason))
+            self.gate_halted.set(1 if halted else 0)
+            for known in self._reasons:
+                self.gate_reason.labels(reason=known).set(1 if halted and known == reason else 0)
+
+    def observe_cycle(self, seconds: float) -> None:
+        """The duration of one cycle."""
+        self.cycle.observe(seconds)
+
+    def set_leader(self, leader: bool) -> None:
+        """Whether this instance is the leader."""
+        self.leader.set(1 if leader else 0)
+
+    def count_api_error(self, kind: str) -> None:
+        """One failed API call; ``kind`` is a short class such as ``unreachable`` or ``server``."""
+        self.api_errors.labels(kind=str(kind)).inc()
+
+    def set_last_good_cycle(self, unix_time: float) -> None:
+        """When the last good cycle ended (seconds since the epoch)."""
+        self.last_good_cycle.set(unix_time)
+
+    def set_partitioned(self, hosts: Iterable[str] | int) -> None:
+        """Partitioned agents: their hosts (exported per host and counted), or just a count."""
+        with self._lock:
+            if isinstance(hosts, int):
+                self.partitioned_agents.set(hosts)
+                return
+            current = set(hosts)
+            for host in self._partitioned_hosts - current:
+                self.agent_partitioned.remove(host)
+            for host in current:
+                self.agent_partitioned.labels(host=host).set(1)
+            self._partitioned_hosts = current
+            self.partitioned_agents.set(len(current))
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> MetricsServer:
+        """``start_metrics_server(port, host, metrics=self)``."""
+        return start_metrics_server(port, host, metrics=self)
+
+    def metric_names(self) -> set[str]:
+        """Every series name this registry can export (``_total``, ``_bucket`` ... included).
+
+        Derived from each family's type, so labelled counters that have not
+        counted anything yet are included too.
+        """
+        suffixes = {
+            "counter": ("_total", "_created"),
+            "histogram": ("_bucket", "_sum", "_count", "_created"),
+            "summary": ("_sum", "_count", "_created"),
+        }
+        names: set[str] = set()
+        for family in self.registry.collect():
+            ends = suffixes.get(family.type, ("",))
+            names.update(family.name + end for end in ends)
+            names.update(sample.name for sample in family.samples)
+        return names
+
+
+@dataclass
+class MetricsServer:
+    """A running metrics HTTP server; ``port`` is the port it bound."""
+
+    host: str
+    port: int
+    _httpd: Any
+    _thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def start_metrics_server(
+    port: int, host: str = "127.0.0.1", *, metrics: WatchMetrics
+) -> MetricsServer:
+    """Serve ``metrics`` on ``host:port`` from a daemon thread; port 0 picks a free port.
+
+    A port already in use (or a host not on this machine) is a one-line ``BadInputError``.
+    """
+    from prometheus_client import start_http_server
+
+    try:
+        httpd, thread = start_http_server(port, addr=host, registry=metrics.registry)
+    except OSError as exc:
+        raise BadInputError(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+        ) from exc
+    return MetricsServer(host, int(httpd.server_port), httpd, thread)

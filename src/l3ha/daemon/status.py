@@ -1,0 +1,78 @@
+"""The watch daemon's status file, so ``l3ha check`` can tell what the daemon sees.
+I/O: writes and reads ``watch-status.json`` in the state directory.
+
+Every cycle the daemon replaces the file atomically (write, fsync-free rename):
+who it is, whether it leads, when the cycle ran, the halts in force with their
+reasons, agents per verdict and the partitioned hosts. ``read_status`` gives
+``None`` when there is no file, and raises ``BadInputError`` when it cannot be
+understood.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from l3ha.errors import BadInputError
+from l3ha.model import Halt
+
+STATUS_FILE = "watch-status.json"
+
+
+def status_document(
+    *,
+    member: str,
+    leader: bool,
+    updated: float,
+    interval: float,
+    halts: Sequence[Halt],
+    verdicts: Mapping[str, int],
+    partitioned: Sequence[str],
+    read_error: str = "",
+) -> dict[str, Any]:
+    """The document written each cycle (``updated``: unix time)."""
+    return {
+        "member": member,
+        "leader": leader,
+        "updated": round(updated, 3),
+        "interval": interval,
+        "halts": [{"reason": h.reason.value, "message": h.message} for h in halts],
+        "verdicts": dict(verdicts),
+        "partitioned": list(partitioned),
+        "read_error": read_error,
+    }
+
+
+def write_status(state_dir: Path, document: Mapping[str, Any]) -> None:
+    """Replace the status file atomically (mode 0600 like the journal)."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".watch-status.", dir=state_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(document, out, sort_keys=True)
+        os.replace(tmp, state_dir / STATUS_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_status(state_dir: Path) -> dict[str, Any] | None:
+    """The last status the daemon wrote, or ``None`` when it never ran here."""
+    path = state_dir / STATUS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise BadInputError(f"{path}: not a watch status document ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("updated"), int | float):
+        raise BadInputError(f"{path}: not a watch status document")
+    return doc

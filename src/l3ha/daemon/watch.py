@@ -1,0 +1,354 @@
+"""The watch daemon's loop: observe, judge, decide, act, report — every interval. I/O: all of it.
+
+Every instance observes (so its metrics and verdicts stay live); only the
+leader acts. A cycle:
+
+1. leadership: a follower tries to take the lock; on taking it, the world is
+   read in full and interrupted operations are finished (``resume``);
+2. ``Observer.look``: heartbeats, verdicts, the fleet gates, the second
+   channel (``l3ha.daemon.observe``);
+3. if no gate halts and this instance leads: ``decide`` and the operations
+   layer act within the move budget (``l3ha.daemon.act``);
+4. metrics, one log event per decision, the status file ``l3ha check``
+   reads (``l3ha.daemon.status``), the systemd watchdog.
+
+SIGTERM (``request_stop``): no new move starts, the moves in flight finish
+(bounded by the shutdown timeout), leadership is released, exit 0. SIGHUP
+(``request_reload``): the configuration is read again before the next cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.daemon.act import Acted, Hands, moved_counts
+from l3ha.daemon.budget import MoveBudget
+from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec
+from l3ha.daemon.decide import Decision, decide
+from l3ha.daemon.leader import Leadership
+from l3ha.daemon.logevents import event
+from l3ha.daemon.metrics import WatchMetrics
+from l3ha.daemon.observe import Observer, ProbeSettings, View
+from l3ha.daemon.sdnotify import Notifier
+from l3ha.daemon.settings import WatchSettings
+from l3ha.daemon.status import status_document, write_status
+from l3ha.errors import CoordinationError, L3haError
+from l3ha.executor import ExecutorOptions
+from l3ha.health import HealthPolicy, Verdict, summarize
+from l3ha.journal import Journal
+from l3ha.model import Halt, Snapshot
+from l3ha.operations import Action, ActionRequest, OperationContext, resume
+from l3ha.weights import WeightPolicy
+
+log = logging.getLogger("l3ha.watch")
+
+#: Verdicts that count as a disrupted agent for the move budget's lower rate.
+_DISRUPTED = frozenset({Verdict.DEAD, Verdict.SUSPECT, Verdict.PARTITIONED})
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    """One cycle, as the log and the tests see it."""
+
+    leader: bool
+    view: View
+    decisions: tuple[Decision, ...] = ()
+    acted: Acted = field(default_factory=Acted)
+    seconds: float = 0.0
+
+
+@dataclass
+class Parts:
+    """What a watcher is made of; the CLI builds it, tests may hand in their own."""
+
+    settings: WatchSettings
+    cloud: Cloud
+    journal: Journal
+    clock: Clock
+    leadership: Leadership | None = None
+    metrics: WatchMetrics | None = None
+    notifier: Notifier = field(default_factory=Notifier)
+    weights: WeightPolicy = field(default_factory=WeightPolicy)
+    reload: Callable[[], WatchSettings] | None = None
+
+
+class Watcher:
+    """The daemon (see the module docstring)."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.clock = parts.clock
+        self.stopping = threading.Event()
+        self._reload = threading.Event()
+        self._halts: set[tuple[str, str]] = set()
+        self._verdicts: dict[str, Verdict] = {}
+        self._ready = False
+        self.cycles = 0
+        self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
+        self._configure(parts.settings)
+
+    # --- configuration ----------------------------------------------------
+
+    def _configure(self, settings: WatchSettings) -> None:
+        """Apply settings (at start and on SIGHUP); what was observed so far is kept."""
+        self.settings = settings
+        policy = HealthPolicy(
+            agent_down_time=settings.dead_after,
+            dead_after_observations=settings.dead_observations,
+            max_dead_fraction=settings.max_dead_fraction,
+            report_interval=settings.report_interval,
+        )
+        probe = ProbeSettings(_probe_spec(settings), settings.probe_routers)
+        self.observer.reconfigure(policy, settings.interval, settings.full_resync, probe)
+        self.budget = MoveBudget(
+            settings.max_moves_per_minute,
+            settings.disrupted_moves_per_minute,
+            settings.max_moves_per_cycle,
+            self.clock.monotonic(),
+        )
+
+    def request_stop(self) -> None:
+        """SIGTERM: finish what is in flight, then stop."""
+        self.stopping.set()
+
+    def request_reload(self) -> None:
+        """SIGHUP: read the configuration again before the next cycle."""
+        self._reload.set()
+
+    # --- the loop --------------------------------------------------------
+
+    def run(self) -> int:
+        """Cycle until stopped (or once); the exit code."""
+        try:
+            while not self.stopping.is_set():
+                started = self.clock.monotonic()
+                self._maybe_reload()
+                self.cycle()
+                if self.settings.once:
+                    break
+                rest = self.settings.interval - (self.clock.monotonic() - started)
+                self.stopping.wait(max(0.0, rest))
+        finally:
+            self._shutdown()
+        return 0
+
+    def _maybe_reload(self) -> None:
+        if not self._reload.is_set() or self.parts.reload is None:
+            return
+        self._reload.clear()
+        try:
+            self._configure(self.parts.reload())
+        except L3haError as exc:
+            event("reload_failed", logging.ERROR, error=str(exc))
+            return
+        event("reloaded", config_files=list(self.settings.config_files))
+
+    def _shutdown(self) -> None:
+        self.parts.notifier.stopping("l3ha watch stopping")
+        if self.parts.leadership is not None:
+            self.parts.leadership.release()
+        if self.parts.metrics is not None:
+            self.parts.metrics.set_leader(False)
+        event("stopped", cycles=self.cycles)
+
+    def cycle(self) -> CycleReport:
+        """One cycle (see the module docstring)."""
+        started = self.clock.monotonic()
+        self.cycles += 1
+        leader = self._lead()
+        view = self.observer.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
+        self._report_view(view)
+        decisions: list[Decision] = []
+        acted = Acted()
+        if view.snapshot is not None and not view.halted and leader:
+            decisions = decide(view.snapshot, view.verdicts, self.settings.auto_rebalance)
+            if decisions:
+                acted = self._act(decisions, view)
+        seconds = self.clock.monotonic() - started
+        self._after_cycle(view, acted, seconds)
+        return CycleReport(leader, view, tuple(decisions), acted, seconds)
+
+    # --- leadership -------------------------------------------------------
+
+    def _lead(self) -> bool:
+        leadership = self.parts.leadership
+        if leadership is None:
+            leader = True
+            gained = self.cycles == 1
+        else:
+            was = leadership.is_leader
+            try:
+                leader = leadership.try_acquire() if not was else leadership.still_leader()
+            except CoordinationError as exc:
+                event("coordination_error", logging.ERROR, error=str(exc))
+                leader = False
+            gained = leader and not was
+            if was and not leader:
+                event("leadership_lost", logging.WARNING, reason=leadership.lost_reason)
+        if self.parts.metrics is not None:
+            self.parts.metrics.set_leader(leader)
+        if gained:
+            self._take_over()
+        return leader
+
+    def _take_over(self) -> None:
+        """Newly leading: read everything, finish what an earlier leader left open."""
+        event("leading", member=getattr(self.parts.leadership, "member_id", "local"))
+        self.observer.world.force_full = True
+        request = ActionRequest(Action.REPAIR, weights=self.parts.weights, execution=self._exec())
+        try:
+            result = resume(self._context(), request)
+        except L3haError as exc:
+            event("resume_failed", logging.ERROR, error=str(exc))
+            return
+        if not result.recovered_ok or result.follow_up_code:
+            event("resume_incomplete", logging.WARNING, exit_code=result.exit_code)
+
+    def _may_act(self) -> bool:
+        if self.stopping.is_set():
+            return False
+        leadership = self.parts.leadership
+        return leadership is None or leadership.still_leader()
+
+    # --- acting -----------------------------------------------------------
+
+    def _exec(self) -> ExecutorOptions:
+        s = self.settings
+        return ExecutorOptions(
+            concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
+        )
+
+    def _context(self) -> OperationContext:
+        return OperationContext(
+            self.parts.cloud,
+            self.parts.journal,
+            self.clock,
+            notify=lambda text: event("notice", message=text),
+            should_stop=lambda: not self._may_act(),
+        )
+
+    def _act(self, decisions: list[Decision], view: View) -> Acted:
+        now = self.clock.monotonic()
+        disrupted = sum(1 for v in view.verdicts.values() if v in _DISRUPTED)
+        budget = self.budget.available(now, disrupted)
+        base = ActionRequest(Action.REPAIR, weights=self.parts.weights, execution=self._exec())
+        hands = Hands(
+            self._context(),
+            self.observer.world,
+            base,
+            lambda: self.parts.cloud.read_snapshot(with_ha_state=True),
+        )
+        evacuations = [d for d in decisions if d.action is Action.EVACUATE]
+        acted = hands.act(evacuations, view.verdicts, budget)
+        world = self.observer.world.snapshot
+        if world is not None and len(evacuations) < len(decisions):  # decide on what is left
+            later = [
+                d
+                for d in decide(world, view.verdicts, self.settings.auto_rebalance)
+                if d.action is not Action.EVACUATE
+            ]
+            acted = hands.act(later, view.verdicts, budget, acted)
+        self.budget.spend(acted.moves_started, self.clock.monotonic())
+        return acted
+
+    # --- reporting --------------------------------------------------------
+
+    def _report_view(self, view: View) -> None:
+        snapshot = view.snapshot
+        if snapshot is not None:
+            hosts = {a.id: a.host for a in snapshot.agents}
+            for agent_id, verdict in sorted(view.verdicts.items()):
+                before = self._verdicts.get(agent_id)
+                if before is not verdict:
+                    event(
+                        "verdict",
+                        logging.WARNING if verdict is not Verdict.ALIVE else logging.INFO,
+                        agent=hosts.get(agent_id, agent_id),
+                        verdict=verdict.value,
+                        was=before.value if before else None,
+                    )
+            self._verdicts = dict(view.verdicts)
+        keys = {_halt_key(h): h for h in view.halts}
+        for key, halt in keys.items():  # each halt is logged when it begins
+            if key not in self._halts:
+                event("halt", logging.WARNING, reason=halt.reason.value, message=halt.message)
+        if self._halts and not keys:
+            event("resumed", reason="every gate has cleared")
+        self._halts = set(keys)
+        if view.error:
+            event("read_failed", logging.ERROR, error=view.error)
+
+    def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
+        metrics = self.parts.metrics
+        if metrics is not None:
+            self._export(metrics, view, acted, seconds)
+        self._write_status(view)
+        if not self._ready and view.snapshot is not None:
+            self._ready = True
+            self.parts.notifier.ready("observing the cloud")
+            event("ready", agents=len(view.snapshot.agents), routers=len(view.snapshot.routers))
+        self.parts.notifier.watchdog()
+
+    def _write_status(self, view: View) -> None:
+        leadership = self.parts.leadership
+        document = status_document(
+            member=leadership.member_id if leadership else "local",
+            leader=leadership.is_leader if leadership else True,
+            updated=time.time(),
+            interval=self.settings.interval,
+            halts=view.halts,
+            verdicts=summarize(view.verdicts),
+            partitioned=view.hosts(Verdict.PARTITIONED),
+            read_error=view.error,
+        )
+        try:
+            write_status(self.settings.state_dir, document)
+        except OSError as exc:
+            event("status_write_failed", logging.ERROR, error=str(exc))
+
+    def _export(self, metrics: WatchMetrics, view: View, acted: Acted, seconds: float) -> None:
+        metrics.observe_cycle(seconds)
+        halt = view.halts[0] if view.halts else None
+        metrics.set_gate(halt is not None, halt.reason.value if halt else "")
+        if view.error:
+            metrics.count_api_error("read")
+        for decision, _error in acted.errors:
+            metrics.count_api_error(decision.action.value)
+        for (action, outcome), count in moved_counts(acted).items():
+            for _ in range(count):
+                metrics.count_move(action, outcome)
+        snapshot = view.snapshot
+        if snapshot is None:
+            return
+        metrics.set_agents_by_verdict(summarize(view.verdicts))
+        metrics.set_partitioned(view.hosts(Verdict.PARTITIONED))
+        metrics.set_unhosted(len(snapshot.unhosted_routers()))
+        metrics.set_routers_per_agent(_per_host(snapshot, self.parts.weights))
+        if not view.halted and not acted.failed:
+            metrics.set_last_good_cycle(time.time())
+
+
+def _halt_key(halt: Halt) -> tuple[str, str]:
+    """A halt's identity across cycles: its reason and, for a zone, the zone."""
+    return halt.reason.value, str(halt.evidence.get("zone", ""))
+
+
+def _per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
+    """Routers and busy routers per agent host."""
+    counts: dict[str, tuple[int, int]] = {}
+    for agent in snapshot.agents:
+        bound = snapshot.bindings_of_agent(agent.id)
+        routers = [snapshot.routers_by_id.get(b.router_id) for b in bound]
+        busy = sum(1 for r in routers if r is not None and weights.is_busy(r))
+        counts[agent.host] = (len(routers), busy)
+    return counts
+
+
+def _probe_spec(settings: WatchSettings) -> ProbeSpec | None:
+    return parse_probe_spec(settings.dataplane_probe) if settings.dataplane_probe else None
