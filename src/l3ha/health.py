@@ -40,18 +40,13 @@ Every halt lifts by itself once its condition has cleared.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 
+from l3ha.clockjump import ClockJump, ClockSource, local_clock, server_clock
 from l3ha.errors import BadInputError
 from l3ha.model import Agent, Halt, HaltReason
-
-# Allowance for the server's clock rate against ours while tracking the
-# server-minus-monotonic offset: 1000 ppm, twice the most NTP will slew.
-CLOCK_RATE_ALLOWANCE = 1e-3
 
 
 class Verdict(StrEnum):
@@ -63,13 +58,6 @@ class Verdict(StrEnum):
     GRACE = "grace"  # restarted recently: not judged yet
     DISABLED = "disabled"
     PARTITIONED = "partitioned"  # would be dead, but its data plane still answers
-
-
-class ClockSource(StrEnum):
-    """Whose clock jumped."""
-
-    LOCAL = "local"  # our wall clock against our monotonic clock
-    SERVER = "server"  # the server's heartbeat timestamps against our monotonic clock
 
 
 # --- policy --------------------------------------------------------------------------
@@ -168,15 +156,6 @@ class Outage:
 
 
 @dataclass(frozen=True)
-class ClockJump:
-    """A clock jump of ``seconds`` (negative: backwards), detected at monotonic ``at``."""
-
-    at: float
-    seconds: float
-    source: ClockSource
-
-
-@dataclass(frozen=True)
 class HealthState:
     """Everything the judgement remembers between observations."""
 
@@ -206,8 +185,14 @@ def observe(
     """
     agents = list(agents)
     tracks = {a.id: _track(state.tracks.get(a.id), a, now) for a in agents}
-    server_offset, server_jump = _server_clock(state, agents, now, policy)
-    local_jump = _local_clock(state, now, wall, policy)
+    server_offset, server_jump = server_clock(
+        state.server_offset,
+        state.observed_at,
+        _new_heartbeats(state, agents),
+        now,
+        policy.clock_jump_tolerance,
+    )
+    local_jump = local_clock(state.wall_offset, now, wall, policy.clock_jump_tolerance)
     fleet, zones, tracks = _outages(state, tracks, now, policy)
     tracks = {aid: _count_stale(t, now, policy) for aid, t in tracks.items()}
     return HealthState(
@@ -288,84 +273,13 @@ def _looks_broad(stale: int, total: int, policy: HealthPolicy) -> bool:
     return stale >= policy.min_dead_for_fraction and stale / total >= policy.max_dead_fraction
 
 
-# --- clock jumps ---------------------------------------------------------------------
-
-
-def _local_clock(
-    state: HealthState, now: float, wall: float | None, policy: HealthPolicy
-) -> ClockJump | None:
-    if wall is None or state.wall_offset is None:
-        return None
-    shift = (wall - now) - state.wall_offset
-    if abs(shift) > policy.clock_jump_tolerance:
-        return ClockJump(now, shift, ClockSource.LOCAL)
-    return None
-
-
-def heartbeat_seconds(text: str) -> float | None:
-    """A server timestamp (naive UTC ``YYYY-MM-DD HH:MM:SS[.ffffff]``) as epoch seconds."""
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def _offset_bounds(
-    state: HealthState, agents: list[Agent], now: float
-) -> list[tuple[float, float]]:
-    """For each heartbeat that changed since the last observation: bounds of server - monotonic.
-
-    The new value was written after our last observation and before this one,
-    and the server truncates it to the second.
-    """
-    if state.observed_at is None:
-        return []
-    bounds = []
-    for agent in agents:
-        old = state.tracks.get(agent.id)
-        if old is None or agent.heartbeat_timestamp == old.heartbeat:
-            continue
-        written = heartbeat_seconds(agent.heartbeat_timestamp)
-        if written is not None:
-            bounds.append((written - now, written + 1.0 - state.observed_at))
-    return bounds
-
-
-def _server_clock(
-    state: HealthState, agents: list[Agent], now: float, policy: HealthPolicy
-) -> tuple[tuple[float, float] | None, ClockJump | None]:
-    """Track the server-minus-monotonic offset; a jump when most new heartbeats leave it."""
-    bounds = _offset_bounds(state, agents, now)
-    if not bounds:
-        return state.server_offset, None
-    fresh = _bracket(bounds)
-    if state.server_offset is None or state.observed_at is None:
-        return fresh, None
-    slack = (now - state.observed_at) * CLOCK_RATE_ALLOWANCE
-    low, high = state.server_offset[0] - slack, state.server_offset[1] + slack
-    shift = statistics.median(_gap(b, low, high) for b in bounds)
-    if abs(shift) > policy.clock_jump_tolerance:
-        return fresh, ClockJump(now, shift, ClockSource.SERVER)
-    merged = (max(low, fresh[0]), min(high, fresh[1]))
-    return (merged if merged[0] <= merged[1] else fresh), None
-
-
-def _bracket(bounds: list[tuple[float, float]]) -> tuple[float, float]:
-    low, high = max(b[0] for b in bounds), min(b[1] for b in bounds)
-    if low <= high:
-        return low, high
-    return min(b[0] for b in bounds), max(b[1] for b in bounds)
-
-
-def _gap(bound: tuple[float, float], low: float, high: float) -> float:
-    if bound[0] > high:
-        return bound[0] - high
-    if bound[1] < low:
-        return bound[1] - low
-    return 0.0
+def _new_heartbeats(state: HealthState, agents: list[Agent]) -> list[str]:
+    """The heartbeat values that changed since the last observation."""
+    return [
+        a.heartbeat_timestamp
+        for a in agents
+        if (old := state.tracks.get(a.id)) is not None and a.heartbeat_timestamp != old.heartbeat
+    ]
 
 
 # --- verdicts ------------------------------------------------------------------------

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from l3ha.clockjump import ClockSource, heartbeat_seconds
 from l3ha.errors import BadInputError
 from l3ha.health import (
-    ClockSource,
     HealthPolicy,
     HealthState,
     Verdict,
@@ -27,7 +27,6 @@ from l3ha.health import (
     dead_candidates,
     fleet_gate,
     fleet_halts,
-    heartbeat_seconds,
     mark_partitioned,
     observe,
     snapshot_gate,
