@@ -11,7 +11,9 @@ Both backends present the same small interface (see ``Backend``): ``name``, ``ur
 report their VRRP state — all of them, or only those on live agents: neutron through
 the agent RPC handler, the emulator by simulated election), ``cut_off`` and
 ``full_resync`` (an agent's sync: neutron through the same handler — a real server's
-agents never sync on their own — the emulator by a management partition ending).
+agents never sync on their own — the emulator by a management partition ending),
+``long_dead`` and ``failover_pass`` (an agent dead beyond the dead limit, and one pass of
+neutron's periodic L3 rescheduler: neutron's own, in-process, the emulator's model).
 ``conn`` is an openstacksdk connection built from a temporary clouds.yaml
 (``auth_type: none`` + ``network_endpoint_override``).
 """
@@ -53,6 +55,8 @@ class Backend(Protocol):
     def settle_ha_live(self, router_id: str) -> None: ...
     def cut_off(self, agent: AgentRef) -> None: ...
     def full_resync(self, agent: AgentRef) -> list[str]: ...
+    def long_dead(self, agent: AgentRef) -> None: ...
+    def failover_pass(self) -> None: ...
 
 
 @pytest.fixture(scope="session")

@@ -9,16 +9,20 @@ owns the agents it changes.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from tests.contract.contract_http import Api
-from tests.contract.contract_neutron import AgentRef
+from tests.contract.contract_neutron import FAILOVER_DEAD_LIMIT_S, AgentRef
 
 LEGACY_AGENTS = 120
 # Simulated seconds for a bound HA router's replicas to be processed and elect an active.
 HA_SETTLE_S = 60.0
 # Simulated seconds ``cut_off`` keeps an agent off the bus (well below agent_down_time).
 HOLD_S = 30.0
+# Simulated seconds a failover pass over a test's few routers takes (each move blocks
+# neutron_move_time on its RPC).
+FAILOVER_SETTLE_S = 10.0
 
 
 class EmulatorBackend:
@@ -69,6 +73,19 @@ class EmulatorBackend:
             self.emulator.kill_agent(agent.host)
         config = self.emulator.cfg
         self.emulator.advance(config.agent_down_time + config.report_interval)
+
+    def long_dead(self, agent: AgentRef) -> None:
+        """Kill the agent and date its last heartbeat past a failover pass's dead limit."""
+        self.kill_agent(agent)
+        with self.emulator.world.lock:
+            record = self.emulator.world.agents[agent.id]
+            record.heartbeat -= timedelta(seconds=2 * FAILOVER_DEAD_LIMIT_S)
+
+    def failover_pass(self) -> None:
+        """One pass of the modelled periodic rescheduler, now; time passes until it is done."""
+        with self.emulator.world.lock:
+            self.emulator.sim.failover.run_once(FAILOVER_DEAD_LIMIT_S)
+        self.emulator.advance(FAILOVER_SETTLE_S)
 
     def settle_ha(self, router_id: str) -> str:
         """Let the replicas be processed and VRRP elect; return the active agent's id."""

@@ -27,6 +27,11 @@ PYTHON_ENV = "L3HA_NEUTRON_PYTHON"
 # back, far beyond it.
 AGENT_DOWN_TIME_S = 1800
 
+# The dead limit of a failover pass (neutron's is 2 x agent_down_time): a day, far longer
+# than any agent killed by kill_agent (an hour back) has been dead, so the pass takes only
+# the bindings of agents made long_dead(), whose heartbeat is twice as old.
+FAILOVER_DEAD_LIMIT_S = 86400
+
 
 def neutron_conf(state_dir: Path) -> str:
     return f"""[DEFAULT]
@@ -192,6 +197,16 @@ class NeutronBackend:
     def kill_agent(self, agent: AgentRef) -> None:
         """Make the agent dead as the API reports it (kill_agent)."""
         self._admin(agent, "kill")
+
+    def long_dead(self, agent: AgentRef) -> None:
+        """Make the agent dead for longer than a failover pass's dead limit."""
+        self._admin(agent, "kill", {"seconds_ago": 2 * FAILOVER_DEAD_LIMIT_S})
+
+    def failover_pass(self) -> None:
+        """One pass of the periodic L3 rescheduler (reschedule_routers_from_down_agents)."""
+        reply = self.api.post("/_contract/l3-failover-pass", {"dead_limit": FAILOVER_DEAD_LIMIT_S})
+        if reply.status != 204:
+            raise AssertionError(f"failover pass: {reply.status} {reply.text}")
 
     def revive_agent(self, agent: AgentRef) -> None:
         """Restart the agent: alive again, new started_at (revive_agent)."""

@@ -21,6 +21,8 @@ the same database:
     POST /_contract/agents                        {"host": H, "agent_mode": M, "az": Z}
          -> 201 {"agent": {...}}                  register_l3_agent
     POST /_contract/agents/{id}/kill              -> 204   kill_agent
+                                                  ({"seconds_ago": N}: its heartbeat and
+                                                  started_at N seconds back instead)
     POST /_contract/agents/{id}/revive            -> 204   revive_agent
     POST /_contract/agents/{id}/admin_state       {"admin_state_up": B} -> 204
                                                   set_agent_admin_state
@@ -33,6 +35,12 @@ the same database:
                   get_router_ids, which auto-schedules, then sync_routers for those ids),
                   or, not full, only sync_routers for the given ids (a router the agent
                   was told about by RPC)
+    POST /_contract/l3-failover-pass              {"dead_limit": S} -> 204
+                  one pass of the L3 plugin's periodic check (allow_automatic_l3agent_failover),
+                  reschedule_routers_from_down_agents, run now: without its clock-jump wait,
+                  and with its dead limit (2 x agent_down_time) replaced by S seconds, so that
+                  only agents dead longer than S (killed with a large seconds_ago) count as
+                  down; agent liveness (agent_down_time) is unchanged
 """
 
 from __future__ import annotations
@@ -146,7 +154,9 @@ def register_agent(body: dict[str, Any]) -> tuple[str, Any]:
 def change_agent(agent_id: str, action: str, body: dict[str, Any]) -> tuple[str, Any]:
     from neutron.tests.common import helpers
 
-    if action == "kill":
+    if action == "kill" and "seconds_ago" in body:
+        back_date_agent(agent_id, float(body["seconds_ago"]))
+    elif action == "kill":
         helpers.kill_agent(agent_id)
     elif action == "revive":
         helpers.revive_agent(agent_id)
@@ -154,6 +164,39 @@ def change_agent(agent_id: str, action: str, body: dict[str, Any]) -> tuple[str,
         helpers.set_agent_admin_state(agent_id, bool(body["admin_state_up"]))
     else:
         return NOT_FOUND, {"error": f"no agent action {action}"}
+    return "204 No Content", None
+
+
+def back_date_agent(agent_id: str, seconds: float) -> None:
+    """Like helpers.kill_agent, but the heartbeat is ``seconds`` old rather than an hour."""
+    import datetime
+
+    from neutron.tests.common import helpers
+    from neutron_lib import context
+    from oslo_utils import timeutils
+
+    then = timeutils.utcnow() - datetime.timedelta(seconds=seconds)
+    helpers.FakePlugin().update_agent(
+        context.get_admin_context(),
+        agent_id,
+        {"agent": {"started_at": then, "heartbeat_timestamp": then}},
+    )
+
+
+def l3_failover_pass(body: dict[str, Any]) -> tuple[str, Any]:
+    """One pass of the periodic L3 rescheduler, now, with the dead limit the test chose."""
+    from unittest import mock
+
+    from neutron_lib.plugins import constants as plugin_constants
+    from neutron_lib.plugins import directory
+    from oslo_utils import timeutils
+
+    plugin = directory.get_plugin(plugin_constants.L3)
+    # wait_down_agents sleeps for the dead limit when the previous pass is long past.
+    plugin._clock_jump_canary = timeutils.utcnow()
+    limit = float(body["dead_limit"])
+    with mock.patch.object(plugin, "agent_dead_limit_seconds", return_value=limit):
+        plugin.reschedule_routers_from_down_agents()
     return "204 No Content", None
 
 
@@ -193,6 +236,8 @@ def dispatch_admin(path: str, body: dict[str, Any]) -> tuple[str, Any]:
         return report_ha_state(parts[1], body)
     if len(parts) == 3 and parts[0] == "hosts" and parts[2] == "sync":
         return sync_host(parts[1], body)
+    if parts == ["l3-failover-pass"]:
+        return l3_failover_pass(body)
     return NOT_FOUND, {"error": f"no admin call {path}"}
 
 

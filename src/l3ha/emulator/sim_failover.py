@@ -95,14 +95,25 @@ class NeutronFailover:
         else:
             self._begin(started)
 
-    def _begin(self, started: float) -> None:
+    def run_once(self, dead_limit: float | None = None) -> None:
+        """One pass now, without the clock-jump wait, and no next pass scheduled after it.
+
+        ``dead_limit`` (default ``2 * agent_down_time``) is how long a heartbeat must be
+        stale for the pass to take the agent's bindings; liveness of the candidates is
+        unchanged. The pass may block (a move's RPC): advance time to let it finish.
+        """
+        self._begin(self.sim.clock.monotonic(), again=False, dead_limit=dead_limit)
+
+    def _begin(self, started: float, again: bool = True,
+               dead_limit: float | None = None) -> None:
         self.passes += 1
         self.pass_starts.append(self.sim.clock.monotonic())
         wall = self.sim.clock.wall()
         self._canary = wall
-        cutoff = wall - timedelta(seconds=self.dead_limit)
+        limit = self.dead_limit if dead_limit is None else dead_limit
+        cutoff = wall - timedelta(seconds=limit)
         todo = deque(sorted(self._down_bindings(cutoff)))
-        self._walk(started, todo, set())
+        self._walk(started, todo, set(), again)
 
     def _down_bindings(self, cutoff: datetime) -> Iterable[tuple[str, str]]:
         for agent in self.sim.world.l3_agents():
@@ -110,7 +121,8 @@ class NeutronFailover:
                 for router_id in agent.routers:
                     yield router_id, agent.id
 
-    def _walk(self, started: float, todo: deque[tuple[str, str]], back: set[str]) -> None:
+    def _walk(self, started: float, todo: deque[tuple[str, str]], back: set[str],
+              again: bool = True) -> None:
         while todo:
             router_id, agent_id = todo.popleft()
             agent = self.sim.world.agents.get(agent_id)
@@ -126,9 +138,10 @@ class NeutronFailover:
                 break
             if blocked > 0:
                 now = self.sim.clock.monotonic()
-                self.sim.schedule(now + blocked, self._walk, started, todo, back)
+                self.sim.schedule(now + blocked, self._walk, started, todo, back, again)
                 return
-        self._finish(started)
+        if again:
+            self._finish(started)
 
     def _finish(self, started: float) -> None:
         elapsed = self.sim.clock.monotonic() - started
