@@ -90,17 +90,6 @@ class _Narrator(logging.Handler):
         return ""
 
 
-def _distribution(cloud: Any, busy_ids: set[str]) -> dict[str, tuple[int, int]]:
-    snapshot = cloud.read_snapshot()
-    return {
-        a.host: (
-            len(snapshot.bindings_of_agent(a.id)),
-            sum(1 for b in snapshot.bindings_of_agent(a.id) if b.router_id in busy_ids),
-        )
-        for a in sorted(snapshot.agents, key=lambda a: a.host)
-    }
-
-
 def _print_distribution(
     before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
 ) -> None:
@@ -149,7 +138,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
 
     from l3ha.clock import SystemClock
     from l3ha.cloud.adapter import connect
-    from l3ha.daemon.watch import Parts, Watcher
+    from l3ha.daemon.watch import Parts, Watcher, routers_per_host
     from l3ha.emulator import Emulator, EmulatorConfig
     from l3ha.errors import BadInputError
     from l3ha.journal import Journal
@@ -180,7 +169,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
             f"emulated Neutron API at {emu.url}: {args.agents} L3 agents in 2 AZs, "
             f"{args.routers} routers ({len(busy_ids)} busy, {config.ha_routers} HA)"
         )
-        before = _distribution(cloud, busy_ids)
+        before = routers_per_host(cloud.read_snapshot(), weights)
 
         step("l3ha watch starts beside the Neutron servers and observes the cloud")
         narrator = _Narrator({v: k for k, v in hosts.items()})
@@ -225,7 +214,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
             thread.join(timeout=30)
 
         step("Before and after (busy routers weigh 10 and are spread apart)")
-        _print_distribution(before, _distribution(cloud, busy_ids))
+        _print_distribution(before, routers_per_host(cloud.read_snapshot(), weights))
         dataplane = emu.dataplane()
         outages = sorted(float(dataplane[r]["downtime_s"]) for r in victims)
         step("How long each affected router was unreachable (the emulator's data plane)")

@@ -153,9 +153,9 @@ class WatchMetrics:
         """Routers bound to no agent."""
         self.unhosted.set(count)
 
-    def count_move(self, reason: str, outcome: str) -> None:
-        """One move attempted for ``reason`` that ended with ``outcome`` (done, failed, ...)."""
-        self.moves.labels(reason=str(reason), outcome=str(outcome)).inc()
+    def count_move(self, reason: str, outcome: str, count: int = 1) -> None:
+        """``count`` moves attempted for ``reason`` that ended with ``outcome`` (done, ...)."""
+        self.moves.labels(reason=str(reason), outcome=str(outcome)).inc(count)
 
     def set_gate(self, halted: bool, reason: str) -> None:
         """The fleet gate: halted with ``reason``, or open (``reason`` ignored)."""

@@ -132,10 +132,7 @@ class Observer:
         snapshot = self.world.snapshot
         if snapshot is None:
             return {}
-        counts: dict[str, int] = {}
-        for binding in snapshot.bindings:
-            counts[binding.agent_id] = counts.get(binding.agent_id, 0) + 1
-        return counts
+        return {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
 
     def _second_channel(self, snapshot: Snapshot, judged: dict[str, Verdict]) -> dict[str, Verdict]:
         """DEAD agents whose routers' gateways still answer become PARTITIONED."""

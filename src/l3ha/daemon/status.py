@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.errors import BadInputError
+from l3ha.hastate.statefile import read_state
 from l3ha.model import Halt
 
 STATUS_FILE = "watch-status.json"
@@ -63,16 +64,7 @@ def write_status(state_dir: Path, document: Mapping[str, Any]) -> None:
 def read_status(state_dir: Path) -> dict[str, Any] | None:
     """The last status the daemon wrote, or ``None`` when it never ran here."""
     path = state_dir / STATUS_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise BadInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise BadInputError(f"{path}: not a watch status document ({exc})") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("updated"), int | float):
-        raise BadInputError(f"{path}: not a watch status document")
+    doc = read_state(path)  # None, a JSON object, or a one-line BadInputError
+    if doc is not None and not isinstance(doc.get("updated"), int | float):
+        raise BadInputError(f"{path}: not a watch status document (no 'updated' time)")
     return doc

@@ -52,17 +52,6 @@ log = logging.getLogger("l3ha.watch")
 _DISRUPTED = frozenset({Verdict.DEAD, Verdict.SUSPECT, Verdict.PARTITIONED})
 
 
-@dataclass(frozen=True)
-class CycleReport:
-    """One cycle, as the log and the tests see it."""
-
-    leader: bool
-    view: View
-    decisions: tuple[Decision, ...] = ()
-    acted: Acted = field(default_factory=Acted)
-    seconds: float = 0.0
-
-
 @dataclass
 class Parts:
     """What a watcher is made of; the CLI builds it, tests may hand in their own."""
@@ -157,7 +146,7 @@ class Watcher:
             self.parts.metrics.set_leader(False)
         event("stopped", cycles=self.cycles)
 
-    def cycle(self) -> CycleReport:
+    def cycle(self) -> None:
         """One cycle (see the module docstring)."""
         started = self.clock.monotonic()
         self.cycles += 1
@@ -172,7 +161,6 @@ class Watcher:
                 acted = self._act(decisions, view)
         seconds = self.clock.monotonic() - started
         self._after_cycle(view, acted, seconds)
-        return CycleReport(leader, view, tuple(decisions), acted, seconds)
 
     # --- leadership -------------------------------------------------------
 
@@ -201,9 +189,8 @@ class Watcher:
         """Newly leading: read everything, finish what an earlier leader left open."""
         event("leading", member=getattr(self.parts.leadership, "member_id", "local"))
         self.observer.world.force_full = True
-        request = ActionRequest(Action.REPAIR, weights=self.parts.weights, execution=self._exec())
         try:
-            result = resume(self._context(), request)
+            result = resume(self._context(), self._request(Action.REPAIR))
         except L3haError as exc:
             event("resume_failed", logging.ERROR, error=str(exc))
             return
@@ -224,6 +211,9 @@ class Watcher:
             concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
         )
 
+    def _request(self, action: Action) -> ActionRequest:
+        return ActionRequest(action, weights=self.parts.weights, execution=self._exec())
+
     def _context(self) -> OperationContext:
         return OperationContext(
             self.parts.cloud,
@@ -237,11 +227,10 @@ class Watcher:
         now = self.clock.monotonic()
         disrupted = sum(1 for v in view.verdicts.values() if v in _DISRUPTED)
         budget = self.budget.available(now, disrupted)
-        base = ActionRequest(Action.REPAIR, weights=self.parts.weights, execution=self._exec())
         hands = Hands(
             self._context(),
             self.observer.world,
-            base,
+            self._request(Action.REPAIR),
             lambda: self.parts.cloud.read_snapshot(with_ha_state=True),
         )
         evacuations = [d for d in decisions if d.action is Action.EVACUATE]
@@ -321,15 +310,14 @@ class Watcher:
         for decision, _error in acted.errors:
             metrics.count_api_error(decision.action.value)
         for (action, outcome), count in moved_counts(acted).items():
-            for _ in range(count):
-                metrics.count_move(action, outcome)
+            metrics.count_move(action, outcome, count)
         snapshot = view.snapshot
         if snapshot is None:
             return
         metrics.set_agents_by_verdict(summarize(view.verdicts))
         metrics.set_partitioned(view.hosts(Verdict.PARTITIONED))
         metrics.set_unhosted(len(snapshot.unhosted_routers()))
-        metrics.set_routers_per_agent(_per_host(snapshot, self.parts.weights))
+        metrics.set_routers_per_agent(routers_per_host(snapshot, self.parts.weights))
         if not view.halted and not acted.failed:
             metrics.set_last_good_cycle(time.time())
 
@@ -339,8 +327,8 @@ def _halt_key(halt: Halt) -> tuple[str, str]:
     return halt.reason.value, str(halt.evidence.get("zone", ""))
 
 
-def _per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
-    """Routers and busy routers per agent host."""
+def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
+    """Routers and busy routers per agent host (the metrics, the demo's tables)."""
     counts: dict[str, tuple[int, int]] = {}
     for agent in snapshot.agents:
         bound = snapshot.bindings_of_agent(agent.id)

@@ -25,12 +25,7 @@ class WorldCache:
         self.full_resync = max(1, full_resync)
         self.snapshot: Snapshot | None = None
         self._cycles_since_full = 0
-        self._dirty: set[str] = set()
         self.force_full = True
-
-    def mark_dirty(self, agent_ids: Collection[str]) -> None:
-        """Read these agents' bindings again next time (an operation touched them)."""
-        self._dirty.update(a for a in agent_ids if a)
 
     def read_agents(self) -> list[Agent]:
         """The heartbeats: one call."""
@@ -42,49 +37,36 @@ class WorldCache:
         self._cycles_since_full += 1
         if self.snapshot is None or self.force_full or self._cycles_since_full >= self.full_resync:
             return self.full_read()
-        known = self.snapshot.agents_by_id
-        stale = (set(changed) | self._dirty | {a.id for a in agents if a.id not in known}) & {
-            a.id for a in agents
-        }
-        self._dirty.clear()
         current = {a.id for a in agents}
-        bindings = [
-            b for b in self.snapshot.bindings if b.agent_id in current and b.agent_id not in stale
-        ]
-        for agent_id in sorted(stale):
-            bindings.extend(self.cloud.routers_on_agent(agent_id))
-        self.snapshot = Snapshot(
-            tuple(agents), self.snapshot.routers, _deduplicated(bindings), _now_iso()
-        )
+        new = current - set(self.snapshot.agents_by_id)
+        stale = (set(changed) | new) & current
+        bindings = self._bindings_reading(self.snapshot, stale, keep=current)
+        self.snapshot = Snapshot(tuple(agents), self.snapshot.routers, bindings, _now_iso())
         return self.snapshot
 
     def reread(self, agent_ids: Collection[str]) -> None:
         """Read these agents' bindings again now (after an operation moved routers)."""
         if self.snapshot is None or not agent_ids:
             return
-        fresh = {a for a in agent_ids if a in self.snapshot.agents_by_id}
-        bindings = [b for b in self.snapshot.bindings if b.agent_id not in fresh]
+        known = set(self.snapshot.agents_by_id)
+        bindings = self._bindings_reading(self.snapshot, set(agent_ids) & known, keep=known)
+        self.snapshot = replace(self.snapshot, bindings=bindings)
+
+    def _bindings_reading(
+        self, snapshot: Snapshot, fresh: set[str], keep: set[str]
+    ) -> tuple[Binding, ...]:
+        """``snapshot``'s bindings of the ``keep`` agents, those of ``fresh`` read anew."""
+        bindings = [b for b in snapshot.bindings if b.agent_id in keep and b.agent_id not in fresh]
         for agent_id in sorted(fresh):
             bindings.extend(self.cloud.routers_on_agent(agent_id))
-        self.snapshot = replace(self.snapshot, bindings=_deduplicated(bindings))
+        return tuple(dict.fromkeys(bindings))
 
     def full_read(self) -> Snapshot:
         """Everything, fresh."""
         self.snapshot = self.cloud.read_snapshot()
         self._cycles_since_full = 0
-        self._dirty.clear()
         self.force_full = False
         return self.snapshot
-
-    def with_agents(self, agents: Sequence[Agent]) -> Snapshot | None:
-        """The cached snapshot with fresher agents (no binding read)."""
-        if self.snapshot is None:
-            return None
-        return replace(self.snapshot, agents=tuple(agents))
-
-
-def _deduplicated(bindings: list[Binding]) -> tuple[Binding, ...]:
-    return tuple(dict.fromkeys(bindings))
 
 
 def _now_iso() -> str:
