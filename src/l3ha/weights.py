@@ -108,6 +108,11 @@ class WeightPolicy:
         """Where this router's weight came from."""
         return self.weighed(router).source
 
+    def is_plain(self, router: Router) -> bool:
+        """Whether the router weighs the default 1, known without weighing it (a fast path)."""
+        rid = router.id
+        return not router.tags and rid not in self.overrides and rid not in self.measured
+
     def is_busy(self, router: Router) -> bool:
         """Whether the router counts as busy (spread apart from other busy ones)."""
         return self.weight(router) >= self.busy_threshold

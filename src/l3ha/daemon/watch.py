@@ -160,6 +160,7 @@ class Watcher:
         leader = self._lead()
         view = self.observer.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
         self._report_view(view)
+        self.weights()  # the measured weights are read again when their interval is up
         decisions: list[Decision] = []
         acted = Acted()
         if view.snapshot is not None and not view.halted and leader:
