@@ -257,3 +257,43 @@ def test_the_weight_distribution_is_exported() -> None:
         "l3ha_weights_read_errors_total 1.0",
     ):
         assert line in text, line
+
+
+def test_the_watch_cycle_reads_measured_weights_on_their_own_period_and_exports_them(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from prometheus_client import generate_latest
+
+    from l3ha.daemon.settings import load_settings
+    from l3ha.daemon.watch import Parts, Watcher
+    from l3ha.journal import Journal
+
+    settings = replace(
+        load_settings(None, [], default_files=()),
+        state_dir=tmp_path / "state",
+        dry_run=True,
+        metrics_port=0,
+        weights_interval=60.0,
+    )
+    clock = ManualClock()
+    cloud = connect()
+    weigher = Weigher(MeasureOptions(busy_ports=3), cloud, WeightPolicy(), interval=60.0,
+                      clock=clock, warn=pytest.fail)  # fmt: skip
+    metrics = WatchMetrics("t")
+    with Journal(settings.state_dir) as journal:
+        watcher = Watcher(Parts(settings, cloud, journal, clock, metrics=metrics, weigher=weigher))
+        for _ in range(3):
+            watcher.cycle()
+            clock.advance(10.0)
+        assert weigher.refreshes == 1
+        clock.advance(30.0)
+        watcher.cycle()
+        assert weigher.refreshes == 2
+    routers = list(emulator.world.routers.values())
+    by_ports = sum(1 for r in routers if r.interfaces >= 3 and not r.tags)
+    text = generate_latest(metrics.registry).decode()
+    assert f'l3ha_routers_by_weight_source{{source="ports"}} {by_ports}.0' in text
+    assert f'l3ha_routers_by_weight{{weight="10-19"}} {by_ports + 2}.0' in text
+    assert "l3ha_weights_read_errors_total 0.0" in text

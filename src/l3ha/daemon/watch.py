@@ -102,6 +102,8 @@ class Watcher:
         )
         probe = ProbeSettings(_probe_spec(settings), settings.probe_routers)
         self.observer.reconfigure(policy, settings.interval, settings.full_resync, probe)
+        if self.parts.weigher is not None:  # measured weights keep their last reading
+            self.parts.weigher.interval = settings.weights_interval
         self.budget = MoveBudget(
             settings.max_moves_per_minute,
             settings.disrupted_moves_per_minute,
