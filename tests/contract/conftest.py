@@ -13,7 +13,9 @@ the agent RPC handler, the emulator by simulated election), ``cut_off`` and
 ``full_resync`` (an agent's sync: neutron through the same handler — a real server's
 agents never sync on their own — the emulator by a management partition ending),
 ``long_dead`` and ``failover_pass`` (an agent dead beyond the dead limit, and one pass of
-neutron's periodic L3 rescheduler: neutron's own, in-process, the emulator's model).
+neutron's periodic L3 rescheduler: neutron's own, in-process, the emulator's model), and
+``router_with_usage`` (a router with some interface ports and floating IPs: neutron
+through its API, the emulator in its world).
 ``conn`` is an openstacksdk connection built from a temporary clouds.yaml
 (``auth_type: none`` + ``network_endpoint_override``).
 """
@@ -57,6 +59,7 @@ class Backend(Protocol):
     def full_resync(self, agent: AgentRef) -> list[str]: ...
     def long_dead(self, agent: AgentRef) -> None: ...
     def failover_pass(self) -> None: ...
+    def router_with_usage(self, interfaces: int, floating_ips: int) -> str: ...
 
 
 @pytest.fixture(scope="session")

@@ -119,3 +119,22 @@ class EmulatorBackend:
         reply = self.api.put(f"/v2.0/agents/{agent.id}", {"agent": {"admin_state_up": up}})
         if reply.status != 200:
             raise AssertionError(f"admin state of {agent.host}: {reply.status} {reply.text}")
+
+    def router_with_usage(self, interfaces: int, floating_ips: int) -> str:
+        """A router with ``interfaces`` interface ports and ``floating_ips`` floating IPs, put
+        into the emulated world directly (the emulator has no API to create networks)."""
+        from l3ha.emulator.world import OWNER_GATEWAY, OWNER_INTERFACE
+
+        emu = self.emulator
+        with emu.world.lock:
+            world, now = emu.world, emu.clock.wall()
+            number = len(world.routers) + 1
+            base = f"10.250.{number % 256}"
+            net = world.add_network(f"contract-usage-{number}", base, False, now)
+            router = world.add_router(f"contract-usage-{number}", net, now)
+            world.add_port(router, emu.public, world.new_public_ip(), OWNER_GATEWAY, now)
+            for index in range(interfaces):
+                world.add_port(router, net, f"{base}.{1 + index}", OWNER_INTERFACE, now)
+            for index in range(floating_ips):
+                world.add_fip(router, f"{base}.{100 + index}", now)
+            return router.id

@@ -250,3 +250,50 @@ class NeutronBackend:
             if reply.status != 204:
                 raise AssertionError(f"reporting {state} for {agent['host']}: {reply.text}")
         return str(hosting[0]["id"])
+
+    def router_with_usage(self, interfaces: int, floating_ips: int) -> str:
+        """A router with ``interfaces`` interface ports and ``floating_ips`` floating IPs, made
+        through the API: its own networks (flat, one physical network each), a gateway on an
+        external network, a port per floating IP behind it; plus one floating IP that is not
+        associated at all."""
+        self._count += 1
+        tag = f"usage-{self._count}"
+        router = self.api.create_router(f"contract-{tag}")
+        external = self._network(f"{tag}-ext", external=True)
+        self._subnet(external, f"172.31.{self._count}.0/24")
+        gateway = {"router": {"external_gateway_info": {"network_id": external}}}
+        self._ok(self.api.put(f"/v2.0/routers/{router}", gateway), "gateway")
+        private: list[str] = []
+        for index in range(interfaces):
+            net = self._network(f"{tag}-int{index}")
+            subnet = {"subnet_id": self._subnet(net, f"10.{self._count}.{index}.0/24")}
+            self._ok(self.api.put(f"/v2.0/routers/{router}/add_router_interface", subnet), "rif")
+            private.append(net)
+        for index in range(floating_ips):
+            port = {"port": {"network_id": private[index % len(private)], "name": f"{tag}-{index}"}}
+            port_id = self._ok(self.api.post("/v2.0/ports", port), "port")["port"]["id"]
+            fip = {"floatingip": {"floating_network_id": external, "port_id": port_id}}
+            self._ok(self.api.post("/v2.0/floatingips", fip), "floating IP")
+        loose = {"floatingip": {"floating_network_id": external}}
+        self._ok(self.api.post("/v2.0/floatingips", loose), "unassociated floating IP")
+        return router
+
+    def _network(self, name: str, external: bool = False) -> str:
+        attributes = {
+            "name": name,
+            "provider:network_type": "flat",
+            "provider:physical_network": name,
+            "router:external": external,
+        }
+        reply = self.api.post("/v2.0/networks", {"network": attributes})
+        return str(self._ok(reply, "network")["network"]["id"])
+
+    def _subnet(self, network: str, cidr: str) -> str:
+        body = {"subnet": {"network_id": network, "cidr": cidr, "ip_version": 4}}
+        return str(self._ok(self.api.post("/v2.0/subnets", body), "subnet")["subnet"]["id"])
+
+    @staticmethod
+    def _ok(reply: Any, what: str) -> Any:
+        if reply.status not in (200, 201):
+            raise AssertionError(f"creating {what}: {reply.status} {reply.text}")
+        return reply.json()

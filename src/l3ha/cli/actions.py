@@ -239,13 +239,17 @@ def executor_options(args: argparse.Namespace) -> ExecutorOptions:
 def run_command(action: Action, args: argparse.Namespace) -> int:
     """Build the request, run the operation, print every step; the exit code."""
     from contextlib import nullcontext
+    from dataclasses import replace
 
     from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.weighing import measure_options, weigh
     from l3ha.clock import SystemClock
     from l3ha.operations import OperationContext, run_action
 
     request = action_request(action, args, load_weight_policy(args), executor_options(args))
+    measure_options(args)  # a bad combination fails before the cloud is opened
     cloud = open_cloud(args)
+    request = replace(request, weights=weigh(args, request.weights, cloud))
     needs_journal = not request.dry_run or _journal_exists(args)  # a dry run creates none
     with open_journal(args) if needs_journal else nullcontext() as journal:
         ctx = OperationContext(cloud, journal, SystemClock(), _say, _progress_printer())

@@ -18,10 +18,10 @@ from l3ha.cli.common import (
     add_snapshot_option,
     command_group,
     load_weight_policy,
-    read_world,
     warn_about_weights,
 )
 from l3ha.cli.output import add_format_options, emit
+from l3ha.cli.weighing import read_weighed_world
 from l3ha.model import Agent, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -93,7 +93,7 @@ def agent_rows(snapshot: Snapshot, policy: WeightPolicy) -> list[dict[str, Any]]
 def list_agents(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent list``."""
     policy = load_weight_policy(args)
-    snapshot = read_world(args)
+    snapshot, policy = read_weighed_world(args, policy)
     warn_about_weights(policy, snapshot)
     columns = args.column or list(DEFAULT_AGENT_COLUMNS)
     emit(agent_rows(snapshot, policy), args.format, columns, AGENT_COLUMNS)

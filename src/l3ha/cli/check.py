@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option, read_world
+from l3ha.cli.common import add_cloud_options, add_snapshot_option
 from l3ha.errors import L3haError
 
 UNKNOWN = 3
@@ -66,10 +66,11 @@ def _run_check(args: argparse.Namespace) -> int:
     from l3ha.checks import run_check
     from l3ha.cli.common import load_weight_policy
     from l3ha.cli.output import emit_document
+    from l3ha.cli.weighing import read_weighed_world
 
     weights = load_weight_policy(args)
     try:
-        snapshot = read_world(args, with_ha_state=True)
+        snapshot, weights = read_weighed_world(args, weights, with_ha_state=True)
     except L3haError as exc:
         if args.format == "line":
             sys.stdout.write(f"L3HA UNKNOWN - {exc}\n")

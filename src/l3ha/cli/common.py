@@ -2,7 +2,7 @@
 
 - ``add_cloud_options``: ``--os-cloud``, ``--insecure``, ``--os-cacert``,
   ``--api-timeout`` and the weight options ``--weights``, ``--busy-weight``,
-  ``--busy-threshold``.
+  ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``).
 - ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
 - ``load_weight_policy``, ``open_cloud``, ``read_world``: turn those options into
   a ``WeightPolicy``, a ``Cloud`` and a ``Snapshot``.
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from l3ha.cli.argtypes import positive_float, positive_int
+from l3ha.cli.weighing import add_measured_weight_options, combine_mode
 from l3ha.errors import BadInputError
 from l3ha.model import Snapshot
 from l3ha.weights import DEFAULT_BUSY_WEIGHT, WeightPolicy
@@ -101,6 +102,7 @@ def add_weight_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="a router of at least this weight counts as busy (default: the busy weight)",
     )
+    add_measured_weight_options(group)
 
 
 def add_snapshot_option(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +161,12 @@ def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise BadInputError(f"cannot read weights file {path}: {reason}") from exc
         overrides = parse_weights(text, path)
-    return WeightPolicy(busy_weight=busy_weight, busy_threshold=int(threshold), overrides=overrides)
+    return WeightPolicy(
+        busy_weight=busy_weight,
+        busy_threshold=int(threshold),
+        overrides=overrides,
+        combine=combine_mode(args),
+    )
 
 
 def open_cloud(args: argparse.Namespace) -> NeutronCloud:

@@ -70,6 +70,13 @@ def _register_serve(sub: Any) -> None:
     p.add_argument(
         "--busy", metavar="N", type=int, default=0, help="routers tagged l3ha:busy (default 0)"
     )
+    p.add_argument(
+        "--hot",
+        metavar="N",
+        type=int,
+        default=0,
+        help="untagged routers with busy routers' traffic (GET /_emulator/metrics; default 0)",
+    )
     p.add_argument("--ha-routers", metavar="N", type=int, default=0, help="HA routers (default 0)")
     p.add_argument(
         "--dvr-routers",
@@ -225,6 +232,7 @@ def _config(args: argparse.Namespace) -> Any:
         agents=args.agents,
         routers=args.routers,
         busy=args.busy,
+        hot=args.hot,
         ha_routers=args.ha_routers,
         dvr_routers=args.dvr_routers,
         azs=args.azs,

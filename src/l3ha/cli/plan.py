@@ -13,7 +13,6 @@ from l3ha.cli.common import (
     add_cloud_options,
     add_snapshot_option,
     command_group,
-    read_world,
     warn_about_weights,
 )
 from l3ha.cli.output import add_format_options
@@ -60,10 +59,14 @@ def register(sub: Any) -> None:
 
 
 def _run_plan(action: Action, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from l3ha.cli.actions import print_plan
     from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.weighing import read_weighed_world
 
     request = action_request(action, args, load_weight_policy(args))
-    snapshot = read_world(args)
+    snapshot, weights = read_weighed_world(args, request.weights)
+    request = replace(request, weights=weights)
     warn_about_weights(request.weights, snapshot)
     return print_plan(make_plan(request, snapshot), snapshot, args.format)

@@ -10,10 +10,10 @@ from l3ha.cli.common import (
     add_snapshot_option,
     command_group,
     load_weight_policy,
-    read_world,
     warn_about_weights,
 )
 from l3ha.cli.output import add_format_options, emit
+from l3ha.cli.weighing import read_weighed_world
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -24,13 +24,14 @@ ROUTER_COLUMNS = (
     "distributed",
     "az_hints",
     "weight",
+    "weight_source",
     "busy",
     "agents",
     "agent_ids",
     "tags",
     "project_id",
 )
-DEFAULT_ROUTER_COLUMNS = ROUTER_COLUMNS[:8]
+DEFAULT_ROUTER_COLUMNS = ROUTER_COLUMNS[:9]
 
 
 def hosting_text(snapshot: Snapshot, router_id: str) -> list[str]:
@@ -68,6 +69,7 @@ def router_rows(
             "distributed": r.distributed,
             "az_hints": list(r.availability_zone_hints),
             "weight": policy.weight(r),
+            "weight_source": policy.source(r).value,
             "busy": policy.is_busy(r),
             "agents": hosting_text(snapshot, r.id),
             "agent_ids": sorted(b.agent_id for b in snapshot.bindings_of_router(r.id)),
@@ -81,7 +83,7 @@ def router_rows(
 def list_routers(args: argparse.Namespace) -> int:
     """Handler of ``l3ha router list``."""
     policy = load_weight_policy(args)
-    snapshot = read_world(args, with_ha_state=not args.unhosted)
+    snapshot, policy = read_weighed_world(args, policy, with_ha_state=not args.unhosted)
     warn_about_weights(policy, snapshot)
     routers = select_routers(snapshot, args.agent, args.unhosted)
     columns = args.column or list(DEFAULT_ROUTER_COLUMNS)
@@ -96,7 +98,8 @@ def register(subparsers: Any) -> None:
         "list",
         help="list routers with their weight and hosting agents",
         description=(
-            "List routers: id, name, ha, distributed, availability zone hints, weight, busy, "
+            "List routers: id, name, ha, distributed, availability zone hints, weight and where "
+            "it came from (weight_source: file, tag, ports, fips, prometheus or default), busy, "
             "and the agents hosting each one with their HA state, e.g. "
             "'net-1(active), net-2(standby)'. Extra columns: agent_ids, tags, project_id."
         ),

@@ -60,6 +60,7 @@ def _run(args: argparse.Namespace) -> int:
         args.os_cloud = settings.os_cloud
     cloud = open_cloud(args)
     clock = SystemClock()
+    weigher = _weigher(args, cloud, weights, settings.weights_interval, clock)
     member = args.member_id or default_member_id()
     leadership = Leadership(settings.coordination, member, clock)
     leadership.connect()  # an unreachable coordination service is a one-line error
@@ -78,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
                 metrics=metrics,
                 weights=weights,
                 reload=lambda: load_settings(args),
+                weigher=weigher,
             )
             watcher = Watcher(parts)
             _install_signals(watcher, settings.shutdown_timeout)
@@ -87,6 +89,29 @@ def _run(args: argparse.Namespace) -> int:
         leadership.close()
         if server is not None:
             server.stop()
+
+
+def _weigher(
+    args: argparse.Namespace, cloud: Any, weights: Any, interval: float, clock: Any
+) -> Any:
+    """The measured weights, read every ``interval`` seconds (None: none asked for)."""
+    import logging
+
+    from l3ha.cli.weighing import measure_options
+    from l3ha.daemon.logevents import event
+    from l3ha.measurement import Weigher
+
+    options = measure_options(args)
+    if not options.enabled:
+        return None
+    return Weigher(
+        options,
+        cloud,
+        weights,
+        interval=interval,
+        clock=clock,
+        warn=lambda text: event("weights_warning", logging.WARNING, message=text),
+    )
 
 
 def _install_signals(watcher: Any, shutdown_timeout: float) -> None:

@@ -39,6 +39,7 @@ from l3ha.cloud import translate
 from l3ha.cloud.base import Cloud, PortState
 from l3ha.cloud.config_problems import open_error, quiet_libraries, skipped_config_files
 from l3ha.cloud.sdk_errors import as_retried, run_with_deadline, translate_exception
+from l3ha.cloud.usage import RouterUsage
 from l3ha.errors import (
     ApiNotFoundError,
     ApiTimeoutError,
@@ -390,6 +391,10 @@ class NeutronCloud:
         """``router_ports`` for many routers, concurrently."""
         results = self._concurrently(self.router_ports, list(router_ids))
         return dict(zip(router_ids, results, strict=True))
+
+    def usage(self) -> RouterUsage:
+        """Interface ports and floating IPs per router, one listing each (``cloud.usage``)."""
+        return RouterUsage(self._collection)
 
     # --- writes (each read back) --------------------------------------------
 

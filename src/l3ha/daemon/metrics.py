@@ -25,11 +25,20 @@ l3ha_leader                                     gauge
 l3ha_api_errors_total                           counter    kind
 l3ha_last_good_cycle_timestamp_seconds          gauge
 l3ha_info                                       gauge      version, member
+l3ha_routers_by_weight                          gauge      weight (1, 2-4, 5-9, ...)
+l3ha_routers_by_weight_source                   gauge      source
+l3ha_weights_measured_timestamp_seconds         gauge
+l3ha_weights_read_errors_total                  counter
 ==============================================  =========  ===========================
+
+``l3ha_routers_by_weight`` is the weight distribution: routers per weight
+range (``WEIGHT_RANGES``); ``l3ha_routers_by_weight_source`` says where the
+weights came from (file, tag, ports, fips, prometheus, default).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,6 +49,8 @@ from l3ha.errors import BadInputError
 from l3ha.health import Verdict
 from l3ha.model import HaltReason
 
+#: Lower bounds of the weight ranges of ``l3ha_routers_by_weight`` (the last is open).
+WEIGHT_RANGES = (1, 2, 5, 10, 20, 50, 100)
 CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 #: Verdicts exported at 0 from the start, so alerts see them before they first occur.
 KNOWN_VERDICTS = (*(v.value for v in Verdict), "partitioned")
@@ -121,6 +132,28 @@ class WatchMetrics:
             registry=reg,
         )
         self.info.labels(version=__version__, member=member_id).set(1)
+        self.routers_by_weight = Gauge(
+            "l3ha_routers_by_weight",
+            "Routers whose weight lies in the range (the weight distribution)",
+            ["weight"],
+            registry=reg,
+        )
+        self.routers_by_weight_source = Gauge(
+            "l3ha_routers_by_weight_source",
+            "Routers by where their weight came from (file, tag, ports, fips, prometheus, default)",
+            ["source"],
+            registry=reg,
+        )
+        self.weights_measured = Gauge(
+            "l3ha_weights_measured_timestamp_seconds",
+            "Unix time of the last reading of the measured weights (ports, fips, prometheus)",
+            registry=reg,
+        )
+        self.weights_read_errors = Counter(
+            "l3ha_weights_read_errors",
+            "Readings of a measured weight source that failed (a warning; others still apply)",
+            registry=reg,
+        )
         self._hosts: set[str] = set()
         self._partitioned_hosts: set[str] = set()
         self._reasons: set[str] = {r.value for r in HaltReason}
@@ -148,6 +181,23 @@ class WatchMetrics:
                 self.agent_routers.labels(host=host).set(routers)
                 self.agent_busy_routers.labels(host=host).set(busy)
             self._hosts = set(per_host)
+
+    def set_weights(self, weights: Iterable[int], sources: Mapping[str, int]) -> None:
+        """The weight distribution (every router's weight) and routers per weight source."""
+        counts = dict.fromkeys(weight_range_labels(), 0)
+        for weight in weights:
+            counts[weight_range_label(weight)] += 1
+        with self._lock:
+            for label, count in counts.items():
+                self.routers_by_weight.labels(weight=label).set(count)
+            for source, count in sources.items():
+                self.routers_by_weight_source.labels(source=source).set(count)
+
+    def weights_measured_at(self, unix_time: float, errors: int) -> None:
+        """A reading of the measured weights ended at ``unix_time`` with ``errors`` failures."""
+        self.weights_measured.set(unix_time)
+        if errors:
+            self.weights_read_errors.inc(errors)
 
     def set_unhosted(self, count: int) -> None:
         """Routers bound to no agent."""
@@ -217,6 +267,23 @@ class WatchMetrics:
             names.update(family.name + end for end in ends)
             names.update(sample.name for sample in family.samples)
         return names
+
+
+def weight_range_labels() -> list[str]:
+    """``["1", "2-4", "5-9", "10-19", "20-49", "50-99", "100+"]``."""
+    bounds = WEIGHT_RANGES
+    labels = [
+        str(low) if high - low == 1 else f"{low}-{high - 1}"
+        for low, high in itertools.pairwise(bounds)
+    ]
+    return [*labels, f"{bounds[-1]}+"]
+
+
+def weight_range_label(weight: int) -> str:
+    """The range label of one weight."""
+    labels = weight_range_labels()
+    index = sum(1 for low in WEIGHT_RANGES if weight >= low) - 1
+    return labels[max(0, index)]
 
 
 @dataclass

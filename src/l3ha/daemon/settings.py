@@ -116,6 +116,11 @@ _SPECS: tuple[tuple[str, cfg.Opt, str], ...] = (
         help="After a move, wait this many seconds for the router's ports to become ACTIVE on the "
         "new agent. A move that takes longer is reported as slow, not as failed: the router "
         "has moved."), "SECONDS"),
+    (WATCH, cfg.FloatOpt("weights_interval", default=300.0, min=1.0,
+        help="Seconds between two readings of the measured router weights (--busy-ports, "
+        "--busy-fips, --weights-prometheus); in between, every cycle uses the last reading. "
+        "A source that cannot be read is a warning: the other weights still apply and no move "
+        "waits for it."), "SECONDS"),
     (WATCH, cfg.PortOpt("metrics_port", default=9464,
         help="TCP port of the Prometheus metrics endpoint (http://HOST:PORT/metrics). 0 turns the "
         "endpoint off. Give each instance on one host its own port."), "PORT"),
@@ -151,6 +156,7 @@ class WatchSettings:
     shutdown_timeout: float
     concurrency: int
     port_timeout: float
+    weights_interval: float
     metrics_port: int
     metrics_host: str
     config_files: tuple[str, ...] = ()

@@ -12,6 +12,10 @@ leader acts. A cycle:
 4. metrics, one log event per decision, the status file ``l3ha check``
    reads (``l3ha.daemon.status``), the systemd watchdog.
 
+Router weights come from ``Parts.weights`` and, with a ``Parts.weigher``
+(``l3ha.measurement.Weigher``), from measured sources read again only every
+``weights_interval`` seconds; a source that cannot be read is a warning.
+
 SIGTERM (``request_stop``): no new move starts, the moves in flight finish
 (bounded by the shutdown timeout), leadership is released, exit 0. SIGHUP
 (``request_reload``): the configuration is read again before the next cycle.
@@ -42,9 +46,10 @@ from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal
+from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
 from l3ha.operations import Action, ActionRequest, OperationContext, resume
-from l3ha.weights import WeightPolicy
+from l3ha.weights import WeightPolicy, weight_distribution
 
 log = logging.getLogger("l3ha.watch")
 
@@ -65,6 +70,7 @@ class Parts:
     notifier: Notifier = field(default_factory=Notifier)
     weights: WeightPolicy = field(default_factory=WeightPolicy)
     reload: Callable[[], WatchSettings] | None = None
+    weigher: Weigher | None = None
 
 
 class Watcher:
@@ -79,6 +85,7 @@ class Watcher:
         self._verdicts: dict[str, Verdict] = {}
         self._ready = False
         self.cycles = 0
+        self._weights_exported = 0
         self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
         self._configure(parts.settings)
 
@@ -95,6 +102,8 @@ class Watcher:
         )
         probe = ProbeSettings(_probe_spec(settings), settings.probe_routers)
         self.observer.reconfigure(policy, settings.interval, settings.full_resync, probe)
+        if self.parts.weigher is not None:  # measured weights keep their last reading
+            self.parts.weigher.interval = settings.weights_interval
         self.budget = MoveBudget(
             settings.max_moves_per_minute,
             settings.disrupted_moves_per_minute,
@@ -153,6 +162,7 @@ class Watcher:
         leader = self._lead()
         view = self.observer.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
         self._report_view(view)
+        self.weights()  # the measured weights are read again when their interval is up
         decisions: list[Decision] = []
         acted = Acted()
         if view.snapshot is not None and not view.halted and leader:
@@ -211,8 +221,13 @@ class Watcher:
             concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
         )
 
+    def weights(self) -> WeightPolicy:
+        """The router weights now (measured ones refreshed when their interval is up)."""
+        weigher = self.parts.weigher
+        return weigher.policy() if weigher is not None else self.parts.weights
+
     def _request(self, action: Action) -> ActionRequest:
-        return ActionRequest(action, weights=self.parts.weights, execution=self._exec())
+        return ActionRequest(action, weights=self.weights(), execution=self._exec())
 
     def _context(self) -> OperationContext:
         return OperationContext(
@@ -317,9 +332,22 @@ class Watcher:
         metrics.set_agents_by_verdict(summarize(view.verdicts))
         metrics.set_partitioned(view.hosts(Verdict.PARTITIONED))
         metrics.set_unhosted(len(snapshot.unhosted_routers()))
-        metrics.set_routers_per_agent(routers_per_host(snapshot, self.parts.weights))
+        weights = self.weights()
+        metrics.set_routers_per_agent(routers_per_host(snapshot, weights))
+        metrics.set_weights(
+            (weights.weight(r) for r in snapshot.routers),
+            weight_distribution(weights, snapshot.routers),
+        )
+        self._export_weight_readings(metrics)
         if not view.halted and not acted.failed:
             metrics.set_last_good_cycle(time.time())
+
+    def _export_weight_readings(self, metrics: WatchMetrics) -> None:
+        weigher = self.parts.weigher
+        if weigher is None or weigher.last is None or weigher.refreshes == self._weights_exported:
+            return
+        self._weights_exported = weigher.refreshes
+        metrics.weights_measured_at(time.time(), len(weigher.last.warnings))
 
 
 def _halt_key(halt: Halt) -> tuple[str, str]:

@@ -17,6 +17,8 @@ class EmulatorConfig:
     agents: int = 10
     routers: int = 100
     busy: int = 0
+    # Untagged routers (chosen by the seed) that carry busy routers' traffic (``traffic``).
+    hot: int = 0
     ha_routers: int = 0
     dvr_routers: int = 0
     azs: int = 1
@@ -69,7 +71,7 @@ class EmulatorConfig:
                      "neutron_move_time", "rpc_response_timeout"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
-        for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
+        for name in ("agents", "routers", "busy", "hot", "ha_routers", "dvr_routers",
                      "dataplane_listeners", "dhcp_agents", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
@@ -88,6 +90,10 @@ class EmulatorConfig:
             )
         if self.busy > self.routers:
             raise ValueError(f"busy must not exceed routers ({self.busy} > {self.routers})")
+        if self.busy + self.hot > self.routers:
+            raise ValueError(
+                f"busy + hot must not exceed routers ({self.busy}+{self.hot} > {self.routers})"
+            )
         if self.routers and not self.agents:
             raise ValueError("routers need at least one agent")
         if self.dataplane_listeners > self.routers:

@@ -36,6 +36,7 @@ from l3ha.emulator.listeners import Listeners
 from l3ha.emulator.query import ApiError
 from l3ha.emulator.render import iso_time, reported_ha_states
 from l3ha.emulator.sim import Simulation
+from l3ha.emulator.traffic import CONTENT_TYPE, TrafficMeter
 from l3ha.emulator.world import OWNER_GATEWAY, AgentRec, RouterRec
 
 LOG = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class Emulator:
             gateway = next((p for p in router.ports if p.owner == OWNER_GATEWAY), None)
             if gateway is not None:  # the API shows the listener as the gateway address
                 gateway.ip = self.listeners.ip(router.id) or gateway.ip
+        self.traffic = TrafficMeter(self.world, self.sim, self.cfg, self.clock)
         self.sim.on_reachability = self._reachability_changed
         self.keystone = (Keystone(self.cfg.username, self.cfg.password, self.cfg.project_name)
                          if self.cfg.keystone else None)
@@ -173,6 +175,7 @@ class Emulator:
     def _reachability_changed(self, router: RouterRec) -> None:
         alive = router.reachable and router.id in self.world.routers
         self.listeners.set_open(router.id, alive)
+        self.traffic.settle(router)
 
     def dataplane(self) -> dict[str, dict[str, Any]]:
         with self.world.lock:
@@ -349,6 +352,10 @@ class Emulator:
             return Response(200, self.state())
         if req.method == "GET" and path == "/_emulator/ha":
             return Response(200, self._ha_view())
+        if req.method == "GET" and path == "/_emulator/metrics":
+            with self.world.lock:
+                text = self.traffic.render()
+            return Response(200, text.encode(), headers={"Content-Type": CONTENT_TYPE})
         if req.method == "POST" and path == "/_emulator/faults":
             try:
                 if not isinstance(req.body, dict):
@@ -424,11 +431,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(resp)
 
     def _send(self, resp: Response) -> None:
-        data = b"" if not resp.has_body else json.dumps(resp.body).encode()
+        raw = isinstance(resp.body, bytes)  # a text body (the metrics), sent as it is
+        data = b"" if not resp.has_body else resp.body if raw else json.dumps(resp.body).encode()
         self.send_response(resp.status)
         for key, value in resp.headers.items():
             self.send_header(key, value)
-        if resp.has_body:
+        if resp.has_body and not raw:
             self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Openstack-Request-Id", "req-emulator")

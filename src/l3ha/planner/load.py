@@ -49,8 +49,8 @@ class PlanState:
 
     def cost(self, router: Router) -> tuple[int, bool]:
         """(weight, busy) of a router, computed once per run."""
-        if not router.tags and router.id not in self.weights.overrides:
-            return self._plain_cost  # what WeightPolicy.weight gives an untagged router
+        if self.weights.is_plain(router):
+            return self._plain_cost  # what WeightPolicy.weight gives such a router
         cached = self._costs.get(router.id)
         if cached is None:
             weight = self.weights.weight(router)

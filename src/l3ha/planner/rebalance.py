@@ -108,6 +108,7 @@ def _scan(snapshot: Snapshot, pool: list[Agent], weights: WeightPolicy) -> _Scan
     count, busy, weight, candidates = scan.count, scan.busy, scan.weight, scan.candidates
     routers_by_id = snapshot.routers_by_id
     threshold, overrides = weights.busy_threshold, weights.overrides
+    measured = weights.measured
     for binding in snapshot.bindings:
         router = routers_by_id.get(binding.router_id)
         if router is None:
@@ -117,8 +118,8 @@ def _scan(snapshot: Snapshot, pool: list[Agent], weights: WeightPolicy) -> _Scan
             scan.skipped += int(not router.ha and _on_unhealthy(snapshot, binding.agent_id))
             continue
         rid = router.id
-        # untagged routers without an override weigh 1 (WeightPolicy.weight): skip the call
-        w = weights.weight(router) if router.tags or rid in overrides else 1
+        # untagged, unmeasured routers without an override weigh 1 (WeightPolicy.weight)
+        w = weights.weight(router) if router.tags or rid in overrides or rid in measured else 1
         is_busy = w >= threshold
         count[i] += 1
         weight[i] += w
