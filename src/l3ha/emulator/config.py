@@ -35,8 +35,20 @@ class EmulatorConfig:
     ha_takeover_time: float = 7.0
     # Busy weight an agent carries before its routers stop forwarding.
     agent_capacity: int = 1000
-    # Extra non-L3 agents (a "DHCP agent" on net-1, net-2, ...) for API realism.
+    # DHCP agents on <dhcp_host_prefix>-1, -2, ... (by default the L3 agents' hosts, so a
+    # killed node takes both down) and tenant networks with a DHCP subnet, each bound to
+    # dhcp_agents_per_network agents (Neutron's default 1); see ``sim_dhcp``.
     dhcp_agents: int = 0
+    networks: int = 0
+    dhcp_agents_per_network: int = 1
+    dhcp_host_prefix: str = "net"
+    # Seconds a DHCP agent needs to set one network up, and networks it sets up at once
+    # (neutron's num_sync_threads).
+    dhcp_network_time: float = 1.0
+    dhcp_concurrency: int = 4
+    # Neutron's network_auto_schedule (default on): a DHCP agent's resync and the DHCP
+    # failover top networks up to dhcp_agents_per_network.
+    network_auto_schedule: bool = True
     # Replicas per HA router (Neutron's max_l3_agents_per_router, capped by agents).
     ha_replicas: int = 2
     # Agents a new HA router created through the API is scheduled to (Neutron's default 3).
@@ -66,19 +78,21 @@ class EmulatorConfig:
         """Raise ValueError naming the first field that makes no sense."""
         for name in ("report_interval", "agent_down_time", "router_base_time",
                      "router_port_time", "ha_takeover_time", "ha_vrrp_advert_int",
-                     "neutron_move_time", "rpc_response_timeout"):
+                     "neutron_move_time", "rpc_response_timeout", "dhcp_network_time"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
         for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
-                     "dataplane_listeners", "dhcp_agents", "seed"):
+                     "dataplane_listeners", "dhcp_agents", "networks", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         for name in ("report_interval", "agent_down_time", "agent_concurrency", "azs",
-                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router"):
+                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router",
+                     "dhcp_agents_per_network", "dhcp_concurrency"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
         for name in ("router_base_time", "router_port_time", "ha_takeover_time",
-                     "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout"):
+                     "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout",
+                     "dhcp_network_time"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         if self.ha_routers + self.dvr_routers > self.routers:
@@ -90,6 +104,11 @@ class EmulatorConfig:
             raise ValueError(f"busy must not exceed routers ({self.busy} > {self.routers})")
         if self.routers and not self.agents:
             raise ValueError("routers need at least one agent")
+        if self.networks > 16384:
+            raise ValueError(f"networks must be at most 16384, not {self.networks}")
+        if not self.dhcp_host_prefix or any(c.isspace() or c == "/" for c in self.dhcp_host_prefix):
+            raise ValueError(f"dhcp_host_prefix must be a host name prefix, not "
+                             f"{self.dhcp_host_prefix!r}")
         if self.dataplane_listeners > self.routers:
             raise ValueError("dataplane_listeners must not exceed routers")
         if self.dataplane_listeners > 65000:
@@ -112,6 +131,11 @@ class EmulatorConfig:
                 f"ha_replicas {self.ha_replicas} is below max_l3_agents_per_router "
                 f"{self.max_l3_agents_per_router}: the next agent full resync adds a replica "
                 "of every HA router to that agent (router_auto_schedule)"
+            )
+        if self.networks and self.dhcp_agents_per_network > self.dhcp_agents:
+            notes.append(
+                f"dhcp_agents_per_network {self.dhcp_agents_per_network} is above dhcp_agents "
+                f"{self.dhcp_agents}: networks start with {self.dhcp_agents} DHCP agents each"
             )
         return notes
 

@@ -29,7 +29,10 @@ Model:
   and only while it can report;
 - Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
   and router update (``router_auto_schedule``) in ``sim_schedule``, and when ports change
-  host and status in ``sim_ports``.
+  host and status in ``sim_ports``; the DHCP agents in ``sim_dhcp`` (their failover in
+  ``sim_dhcp_failover``);
+- a node's agents share its fate: killing, reviving or partitioning an agent does the
+  same to every agent on its host (its L3 and its DHCP agent).
 """
 
 from __future__ import annotations
@@ -44,9 +47,11 @@ from typing import Any
 from l3ha.clock import Clock
 from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.sim_dhcp import DhcpSimulation
+from l3ha.emulator.sim_dhcp_failover import NeutronDhcpFailover
 from l3ha.emulator.sim_failover import NeutronFailover
 from l3ha.emulator.sim_schedule import RouterScheduler
-from l3ha.emulator.world import AgentRec, NetworkRec, Replica, RouterRec, World
+from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec, World
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
 
@@ -67,6 +72,8 @@ class Simulation:
         self._outages = 0
         self.failover = NeutronFailover(self)
         self.scheduler = RouterScheduler(self)
+        self.dhcp = DhcpSimulation(self)
+        self.dhcp_failover = NeutronDhcpFailover(self)
 
     # --- event loop -----------------------------------------------------------
 
@@ -82,6 +89,8 @@ class Simulation:
             self.schedule(now + offset, self._heartbeat, agent)
         if self.cfg.neutron_auto_failover:
             self.failover.start()
+            if self.dhcp.agents():
+                self.dhcp_failover.start()
         for router in self.world.routers.values():
             router.since = self.clock.wall()
             router.reachable = router.admin_state_up and self.router_forwards(router)
@@ -145,7 +154,7 @@ class Simulation:
         if self.can_report(agent):
             if agent.cut_off:
                 self._reconnect(agent)
-            agent.heartbeat = self.clock.wall()
+            self._report(agent)
             for router in agent.routers.values():
                 self._sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
@@ -165,9 +174,11 @@ class Simulation:
     def _reconnect(self, agent: AgentRec) -> None:
         """Back on the bus: report at once, then a full resync (neutron's fullsync)."""
         agent.cut_off = False
-        agent.heartbeat = self.clock.wall()
+        self._report(agent)
         self.drop_stale(agent)
         self.scheduler.full_resync(agent)
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.resync(agent)
         waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
         for router in agent.routers.values():
             if not router.bindings[agent.id].processed and router.id not in waiting:
@@ -175,6 +186,18 @@ class Simulation:
         self._pump(agent)
         for router in agent.routers.values():
             self._sync_reported(router)
+
+    def _report(self, agent: AgentRec) -> None:
+        """A state report reaches the server: a heartbeat (and a DHCP agent's counts)."""
+        agent.heartbeat = self.clock.wall()
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.reported(agent)
+
+    def node_agents(self, agent: AgentRec) -> list[AgentRec]:
+        """The agent and the other agents on its host (a node runs an L3 and a DHCP agent)."""
+        others = (self.world.agents_by_host.get(agent.host),
+                  self.world.dhcp.agents_by_host.get(agent.host))
+        return [agent, *(a for a in others if a is not None and a is not agent)]
 
     def drop_stale(self, agent: AgentRec) -> None:
         """Remove the copies of routers the agent runs but no longer hosts."""
@@ -413,8 +436,15 @@ class Simulation:
 
     # --- faults and admin state ---------------------------------------------------------
 
-    def kill(self, agent: AgentRec) -> None:
-        """The node dies: no heartbeats, no processing, no forwarding, no stale copies."""
+    def kill(self, agent: AgentRec, node: bool = True) -> None:
+        """The node dies (``node``; else only this agent's process): no heartbeats, no
+        processing, no forwarding, no stale copies."""
+        for each in self.node_agents(agent) if node else [agent]:
+            self._kill_one(each)
+
+    def _kill_one(self, agent: AgentRec) -> None:
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.killed(agent)
         agent.running = False
         agent.cut_off = False
         agent.generation += 1
@@ -425,9 +455,13 @@ class Simulation:
         self.refresh_agent(agent)
 
     def revive(self, agent: AgentRec) -> None:
-        """The agent (re)starts: new started_at and a heartbeat at once. A dead node or
-        broken data plane comes back and resyncs every router (dark until processed); a
+        """The node's agents (re)start: new started_at and a heartbeat at once. A dead node
+        or broken data plane comes back and resyncs every router (dark until processed); a
         healthy one only restarts its process (routers keep forwarding)."""
+        for each in self.node_agents(agent):
+            self._revive_one(each)
+
+    def _revive_one(self, agent: AgentRec) -> None:
         healthy = agent.running and agent.dataplane_ok
         agent.running = True
         agent.dataplane_ok = True
@@ -446,6 +480,9 @@ class Simulation:
         if agent.admin_state_up == up:
             return
         agent.admin_state_up = up
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.admin_changed(agent)
+            return
         self._requeue_all(agent)
         if not up:
             agent.queue.clear()
@@ -461,8 +498,9 @@ class Simulation:
         self.refresh_agent(agent)
 
     def mgmt_partition(self, agent: AgentRec, seconds: float) -> None:
-        agent.partition_until = max(agent.partition_until, self.clock.monotonic() + seconds)
-        self._cut_off(agent, agent.partition_until)
+        for each in self.node_agents(agent):
+            each.partition_until = max(each.partition_until, self.clock.monotonic() + seconds)
+            self._cut_off(each, each.partition_until)
 
     def broker_outage(self, seconds: float, spread: float = 0.0) -> list[str]:
         """Every agent loses the bus for ``seconds``; they come back one by one over

@@ -15,6 +15,8 @@ import threading
 from collections import deque
 from datetime import datetime, timedelta
 
+from l3ha.emulator.dhcp_world import DhcpTables
+
 L3_AGENT = "L3 agent"
 DHCP_AGENT = "DHCP agent"
 BUSY_TAG = "l3ha:busy"
@@ -220,6 +222,7 @@ class World:
         self.ports: dict[str, PortRec] = {}
         self.networks: dict[str, NetworkRec] = {}
         self.fips: dict[str, FipRec] = {}
+        self.dhcp = DhcpTables()
         self._routers_by_id: list[RouterRec] | None = None
 
     # --- ids and addresses --------------------------------------------------
@@ -255,6 +258,9 @@ class World:
         self.agents[agent.id] = agent
         if agent.is_l3:
             self.agents_by_host[host] = agent
+        elif agent_type == DHCP_AGENT:  # a DHCP-only node is found by its host too
+            self.dhcp.add_agent(agent)
+            self.agents_by_host.setdefault(host, agent)
         return agent
 
     def add_router(self, name: str, network: NetworkRec, now: datetime) -> RouterRec:
