@@ -25,6 +25,8 @@ from l3ha.model import Agent
 
 DHCP_AGENT_TYPE = "DHCP agent"
 DHCP_PORT_OWNER = "network:dhcp"
+#: The ``device_id`` Neutron gives a DHCP port it keeps after removing its network from an agent.
+RESERVED_DEVICE_ID = "reserved_dhcp_port"
 #: Neutron's default ``dhcp_agents_per_network``.
 DEFAULT_AGENTS_PER_NETWORK = 1
 
@@ -66,6 +68,11 @@ class DhcpPort:
     @property
     def active(self) -> bool:
         return self.status == "ACTIVE"
+
+    @property
+    def reserved(self) -> bool:
+        """Kept by Neutron after its network left the agent (still bound to the old host)."""
+        return self.device_id == RESERVED_DEVICE_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,8 @@ class DhcpSnapshot:
     def _ports_by_host(self) -> Mapping[str, int]:
         counts: dict[str, int] = {}
         for p in self.ports:
-            counts[p.host] = counts.get(p.host, 0) + 1
+            if not p.reserved:
+                counts[p.host] = counts.get(p.host, 0) + 1
         return counts
 
     def agents_of_network(self, network_id: str) -> tuple[str, ...]:
@@ -126,7 +134,7 @@ class DhcpSnapshot:
         return self._by_agent.get(agent_id, ())
 
     def ports_on_host(self, host: str) -> int:
-        """DHCP ports bound to one host (reserved ones of removed networks included)."""
+        """DHCP ports an agent on ``host`` owns (reserved leftovers of removed networks not)."""
         return self._ports_by_host.get(host, 0)
 
     def serving_agents(self, network_id: str) -> tuple[str, ...]:
@@ -206,6 +214,8 @@ class DhcpMove:
     target: str | None = None
     source: str | None = None
     reason: str = ""
+    #: The source was planned as dead or disabled: skip the move if it is usable again.
+    source_down: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 from urllib.parse import quote
 
@@ -54,20 +55,29 @@ def _q(ident: str) -> str:
     return quote(ident, safe="")
 
 
-def network_from_dict(data: Mapping[str, Any], dhcp_subnets: set[str] | None) -> Network:
+def network_from_dict(
+    data: Mapping[str, Any],
+    dhcp_subnets: set[str] | None,
+    had_dhcp: AbstractSet[str] = frozenset(),
+) -> Network:
     """A ``Network`` from one element of ``GET /v2.0/networks``.
 
-    ``dhcp_subnets``: ids of subnets with DHCP enabled (``None``: unknown, so
-    every network is taken to need DHCP).
+    ``dhcp_subnets``: ids of subnets with DHCP enabled. ``None`` when subnets
+    could not be listed: then a network is taken to need DHCP when it has a
+    subnet and has (or had) DHCP, i.e. its id is in ``had_dhcp`` (networks
+    with a DHCP binding or a DHCP port).
     """
     subnets = data.get("subnets")
-    if dhcp_subnets is None:
-        needs = True
+    net_id = str(data["id"])
+    if isinstance(subnets, list) and not subnets:
+        needs = False  # no subnet, no DHCP (Neutron does not schedule such a network)
+    elif dhcp_subnets is None:
+        needs = net_id in had_dhcp
     else:
         needs = isinstance(subnets, list) and any(str(s) in dhcp_subnets for s in subnets)
     hints = data.get("availability_zone_hints") or ()
     return Network(
-        id=str(data["id"]),
+        id=net_id,
         name=str(data.get("name") or ""),
         availability_zone_hints=tuple(str(h) for h in hints),
         project_id=str(data.get("project_id") or data.get("tenant_id") or ""),
@@ -128,9 +138,9 @@ class NeutronDhcp:
             for a in raw_agents
             if a.get("agent_type") != DHCP_AGENT_TYPE
         )
-        networks = self._networks()
+        raw_networks, dhcp_subnets = self._networks()
+        known = {str(n["id"]) for n in raw_networks}
         per_agent = self._cloud._concurrently(self.networks_on_agent, [a.id for a in agents])
-        known = {n.id for n in networks}
         bindings = tuple(
             DhcpBinding(net, agent.id)
             for agent, nets in zip(agents, per_agent, strict=True)
@@ -140,27 +150,28 @@ class NeutronDhcp:
         raw_ports = self._get(
             "/ports", "ports", "list DHCP ports", [("device_owner", DHCP_PORT_OWNER)]
         )
+        ports = tuple(dhcp_port_from_dict(p) for p in raw_ports)
+        had_dhcp = {b.network_id for b in bindings} | {p.network_id for p in ports}
         return DhcpSnapshot(
             agents=tuple(agents),
-            networks=tuple(networks),
+            networks=tuple(network_from_dict(n, dhcp_subnets, had_dhcp) for n in raw_networks),
             bindings=bindings,
-            ports=tuple(dhcp_port_from_dict(p) for p in raw_ports),
+            ports=ports,
             other_agents=others,
             observed_at=observed_at,
         )
 
-    def _networks(self) -> list[Network]:
+    def _networks(self) -> tuple[list[dict[str, Any]], set[str] | None]:
+        """Every network, and the ids of subnets with DHCP (``None``: cannot be listed)."""
         raw = self._get("/networks", "networks", "list networks")
         try:
             subnets = self._get(
                 "/subnets", "subnets", "list subnets with DHCP", [("enable_dhcp", "True")]
             )
         except ApiNotFoundError:
-            log.info("subnets cannot be listed: every network is taken to need DHCP")
-            dhcp_subnets = None
-        else:
-            dhcp_subnets = {str(s["id"]) for s in subnets if s.get("enable_dhcp", True)}
-        return [network_from_dict(n, dhcp_subnets) for n in raw]
+            log.info("subnets cannot be listed: networks with DHCP ports or bindings need DHCP")
+            return raw, None
+        return raw, {str(s["id"]) for s in subnets if s.get("enable_dhcp", True)}
 
     def networks_on_agent(self, agent_id: str) -> list[str]:
         """Ids of the networks one DHCP agent hosts."""

@@ -5,8 +5,8 @@ order, within the same budgets as router moves (``ExecutorOptions``: at most
 ``concurrency`` writing at once, ``per_target_inflight`` networks per target
 not yet ACTIVE, a token bucket of moves started per second):
 
-1. re-check the network's agents (skip it when it left the source, or, for
-   an evacuation, when the source is alive and enabled again);
+1. re-check the network's agents (skip it when it left the source, or when
+   a source the plan saw dead or disabled is alive and enabled again);
 2. journal the intent, add the network to the target, read it back;
 3. wait (holding no write slot) until the target's DHCP port is ACTIVE — one
    poller asks for the ports of every waiting network in a few batched
@@ -171,7 +171,12 @@ class DhcpExecutor:
         args: Mapping[str, object] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> DhcpRunResult:
-        """Execute ``plan``; ``agents``: every DHCP agent by id (for hosts and messages)."""
+        """Execute ``plan``; ``agents``: every DHCP agent by id (for hosts and messages).
+
+        ``require_dead_source``: skip a move whose source the plan saw dead or
+        disabled (``DhcpMove.source_down``) once it is alive and enabled again
+        (safety rule 5; off for ``--force``).
+        """
         if self.options.dry_run:
             planned = tuple(
                 DhcpMoveResult(m, DhcpOutcome.PLANNED, m.reason, m.target) for m in plan.moves

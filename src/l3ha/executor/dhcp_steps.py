@@ -27,8 +27,6 @@ log = logging.getLogger(__name__)
 #: The journal's operation kind of a DHCP agent change; every DHCP kind starts with "dhcp-".
 DHCP_AGENT_CHANGE_KIND = "dhcp-agent-state"
 DHCP_KIND_PREFIX = "dhcp-"
-#: The ``device_id`` Neutron gives a DHCP port it keeps after removing its network from an agent.
-RESERVED_DEVICE_ID = "reserved_dhcp_port"
 
 _JOURNAL_KIND = {
     DhcpMoveKind.MOVE: MoveKind.MOVE,
@@ -54,7 +52,7 @@ def serving_port(ports: list[DhcpPort], network_id: str, host: str) -> DhcpPort 
             port.network_id == network_id
             and port.host == host
             and port.active
-            and port.device_id != RESERVED_DEVICE_ID
+            and not port.reserved
         ):
             return port
     return None
@@ -84,7 +82,7 @@ class DhcpWriter:
         if move.source is not None and move.source not in hosts:
             raise SkipMoveError("no longer on the source")
         source = hosts.get(move.source or "")
-        if require_dead_source and source is not None and usable(source):
+        if require_dead_source and move.source_down and source is not None and usable(source):
             raise SkipMoveError("the source agent is alive and enabled again")
         return hosts
 

@@ -133,6 +133,9 @@ def plan_dhcp_evacuate(
     ]
     # networks that nothing else serves first: they are without DHCP (or will be) soonest
     on_source.sort(key=lambda n: (len(world.serving(n.id, without=source_id)) > 0, n.id))
+    source = snapshot.agents_by_id.get(source_id)
+    down = not usable(source)
+    reason = f"{action.removeprefix('dhcp-')} {source.host if source else source_id}"
     moves: list[DhcpMove] = []
     unplaceable: list[DhcpUnplaceable] = []
     for network in on_source:
@@ -140,7 +143,10 @@ def plan_dhcp_evacuate(
         if len(others) >= policy.agents_per_network:
             moves.append(
                 _removal(
-                    network.id, source_id, f"already served by {len(others)} other live agent(s)"
+                    network.id,
+                    source_id,
+                    f"already served by {len(others)} other live agent(s)",
+                    down=down,
                 )
             )
             world.remove(network.id, source_id)
@@ -149,9 +155,7 @@ def plan_dhcp_evacuate(
         if target is None:
             unplaceable.append(DhcpUnplaceable(network.id, _no_target(policy)))
             continue
-        moves.append(
-            DhcpMove(network.id, DhcpMoveKind.MOVE, target.id, source_id, f"{action} {source_id}")
-        )
+        moves.append(DhcpMove(network.id, DhcpMoveKind.MOVE, target.id, source_id, reason, down))
         world.add(network.id, target.id)
         world.remove(network.id, source_id)
     return DhcpPlan(action, tuple(moves), tuple(unplaceable))
@@ -196,8 +200,10 @@ def _fill(world: _World, network: Network) -> tuple[list[DhcpMove], int]:
             reason = f"below {want} live copy(ies)"
             moves.append(DhcpMove(network.id, DhcpMoveKind.ADD, target.id, None, reason))
         else:
-            reason = f"replace the copy on {_state(world.agent(source))} agent {source}"
-            moves.append(DhcpMove(network.id, DhcpMoveKind.MOVE, target.id, source, reason))
+            agent = world.agent(source)
+            where = agent.host if agent else source
+            reason = f"replace the copy on {_state(agent)} agent {where}"
+            moves.append(DhcpMove(network.id, DhcpMoveKind.MOVE, target.id, source, reason, True))
             world.remove(network.id, source)
         world.add(network.id, target.id)
         need -= 1
@@ -219,13 +225,15 @@ def _trim(world: _World, network: Network) -> list[DhcpMove]:
     for agent_id in sorted(world.hosts.get(network.id, set())):
         if not usable(world.agent(agent_id)):
             state = _state(world.agent(agent_id))
-            moves.append(_removal(network.id, agent_id, f"copy on {state} agent (--trim)"))
+            moves.append(
+                _removal(network.id, agent_id, f"copy on {state} agent (--trim)", down=True)
+            )
             world.remove(network.id, agent_id)
     return moves
 
 
-def _removal(network_id: str, agent_id: str, reason: str) -> DhcpMove:
-    return DhcpMove(network_id, DhcpMoveKind.REMOVE, None, agent_id, reason)
+def _removal(network_id: str, agent_id: str, reason: str, *, down: bool = False) -> DhcpMove:
+    return DhcpMove(network_id, DhcpMoveKind.REMOVE, None, agent_id, reason, down)
 
 
 def _state(agent: Agent | None) -> str:
