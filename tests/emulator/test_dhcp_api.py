@@ -224,3 +224,48 @@ def test_dhcp_agent_scheduler_extension_is_listed(http: Http) -> None:
     status, doc = http.get("/v2.0/extensions/dhcp_agent_scheduler")
     assert status == 200
     assert doc["extension"]["alias"] == "dhcp_agent_scheduler"
+
+
+def test_subnets_say_which_networks_need_dhcp(http: Http) -> None:
+    status, doc = http.get("/v2.0/subnets", enable_dhcp="True")
+    assert status == 200
+    names = sorted(s["name"] for s in doc["subnets"])
+    assert names == [f"tenant-net-{i:04d}-subnet" for i in range(1, 7)]
+    status, doc = http.get("/v2.0/subnets", enable_dhcp="False")
+    assert {s["name"] for s in doc["subnets"]} >= {"public-subnet"}
+    (first,) = [s for s in http.get("/v2.0/subnets")[1]["subnets"] if s["enable_dhcp"]][:1]
+    status, doc = http.get(f"/v2.0/subnets/{first['id']}", fields="cidr")
+    assert (status, doc) == (200, {"subnet": {"cidr": first["cidr"]}})
+    assert http.get(f"/v2.0/subnets/{uuid.uuid4()}")[1]["NeutronError"]["type"] == (
+        "SubnetNotFound"
+    )
+
+
+def test_a_dhcp_subnet_schedules_an_api_network_to_the_least_loaded_agent(
+    http: Http, emu: Emulator
+) -> None:
+    ids = dhcp_ids(http)
+    remove(http, ids["net-3"], networks_of(http, ids["net-3"])[0])
+    emu.advance(emu.cfg.report_interval)  # net-3 reports one network fewer: the least load
+    _, doc, _ = http.call("POST", "/v2.0/networks", {"network": {"name": "vm-net"}})
+    net = doc["network"]["id"]
+    status, doc, _ = http.call(
+        "POST", "/v2.0/subnets", {"subnet": {"network_id": net, "cidr": "10.99.1.0/24"}}
+    )
+    assert status == 201
+    assert (doc["subnet"]["enable_dhcp"], doc["subnet"]["gateway_ip"]) == (True, "10.99.1.1")
+    assert hosts_of(http, net) == ["net-3"]
+    emu.advance(emu.cfg.dhcp_network_time + 0.1)
+    (port,) = dhcp_ports(http, net)
+    assert (port["binding:host_id"], port["status"]) == ("net-3", "ACTIVE")
+    assert port["fixed_ips"][0]["ip_address"].startswith("10.99.1.")
+    status, doc, _ = http.call(
+        "POST", "/v2.0/subnets", {"subnet": {"network_id": net, "cidr": "10.99.2.0/24"}}
+    )
+    assert status == 400
+    status, doc, _ = http.call(
+        "POST",
+        "/v2.0/subnets",
+        {"subnet": {"network_id": str(uuid.uuid4()), "cidr": "10.0.0.0/24"}},
+    )
+    assert (status, doc["NeutronError"]["type"]) == (404, "NetworkNotFound")

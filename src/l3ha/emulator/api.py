@@ -15,6 +15,7 @@ from l3ha.clock import Clock
 from l3ha.emulator import render
 from l3ha.emulator.api_dhcp import DhcpApi
 from l3ha.emulator.api_resources import ResourceApi
+from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import (
     Request,
@@ -87,6 +88,7 @@ class NeutronApi:
         self.public = public
         self.resources = ResourceApi(self)
         self.dhcp = DhcpApi(self)
+        self.subnets = SubnetApi(self)
 
     # --- entry ----------------------------------------------------------------
 

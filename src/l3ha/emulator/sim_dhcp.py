@@ -33,7 +33,7 @@ it is modelled:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from l3ha.emulator.dhcp_world import (
@@ -48,6 +48,8 @@ from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec
 
 if TYPE_CHECKING:
     from l3ha.emulator.sim import Simulation
+
+STARTUP_SECONDS_PER_NETWORK = 2.0  # agent_starting_up's extra time per bound network
 
 
 class DhcpSimulation:
@@ -262,9 +264,20 @@ class DhcpSimulation:
 
     # --- scheduling (WeightScheduler over DHCP agents) ---------------------------------
 
+    def starting_up(self, agent: AgentRec, limit: float, now: datetime) -> bool:
+        """``agent_starting_up``: started less than ``limit`` + 2 s per bound network ago."""
+        networks = len(self.tables.networks_of(agent))
+        grace = timedelta(seconds=limit + STARTUP_SECONDS_PER_NETWORK * networks)
+        return agent.started_at + grace > now
+
+    def eligible(self, agent: AgentRec, limit: float, now: datetime) -> bool:
+        """The DHCP ``is_eligible_agent(active=True)``: alive, or still starting up."""
+        return self.sim.is_alive(agent, now) or self.starting_up(agent, limit, now)
+
     def schedule(self, network: NetworkRec, eligible: set[str] | None = None) -> list[AgentRec]:
         """``schedule_network``: top the network up to ``dhcp_agents_per_network`` with the
-        enabled, eligible agents of least load (the networks count of their last report)."""
+        enabled, eligible agents (alive or starting up, unless ``eligible`` names them) of
+        least load (the networks count of their last report)."""
         if not self.cfg.network_auto_schedule:
             return []
         hosted = self.tables.bindings_of(network.id)
@@ -272,12 +285,13 @@ class DhcpSimulation:
         if needed <= 0:
             return []
         now = self.sim.clock.wall()
+        limit = 2 * self.cfg.agent_down_time
         candidates = [
             a
             for a in self.agents()
             if a.admin_state_up
             and a.id not in hosted
-            and (a.id in eligible if eligible is not None else self.sim.is_alive(a, now))
+            and (a.id in eligible if eligible is not None else self.eligible(a, limit, now))
         ]
         candidates.sort(key=lambda a: (self._work(a).load, a.index))
         chosen = candidates[:needed]

@@ -35,8 +35,6 @@ from l3ha.emulator.world import AgentRec
 if TYPE_CHECKING:
     from l3ha.emulator.sim import Simulation
 
-STARTUP_SECONDS_PER_NETWORK = 2.0
-
 
 class NeutronDhcpFailover:
     """The periodic DHCP check; counters say what it did."""
@@ -117,13 +115,10 @@ class NeutronDhcpFailover:
         self._walk(started, deque(sorted(dead)), limit, again)
 
     def _starting_up(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        """``agent_starting_up``: started recently for the networks it was given."""
-        networks = len(self.sim.world.dhcp.networks_of(agent))
-        grace = timedelta(seconds=limit + STARTUP_SECONDS_PER_NETWORK * networks)
-        return agent.started_at + grace > now
+        return self.sim.dhcp.starting_up(agent, limit, now)
 
     def _eligible(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        return self.sim.is_alive(agent, now) or self._starting_up(agent, limit, now)
+        return self.sim.dhcp.eligible(agent, limit, now)
 
     def _walk(
         self, started: float, todo: deque[tuple[str, str]], limit: float, again: bool
