@@ -269,3 +269,21 @@ def test_a_dhcp_subnet_schedules_an_api_network_to_the_least_loaded_agent(
         {"subnet": {"network_id": str(uuid.uuid4()), "cidr": "10.0.0.0/24"}},
     )
     assert (status, doc["NeutronError"]["type"]) == (404, "NetworkNotFound")
+
+
+def test_az_hints_steer_the_scheduler_and_unknown_zones_are_404(http: Http, emu: Emulator) -> None:
+    ids = dhcp_ids(http)
+    _, doc, _ = http.call(
+        "POST",
+        "/v2.0/networks",
+        {"network": {"name": "in-az2", "availability_zone_hints": ["az2"]}},
+    )
+    net = doc["network"]
+    assert net["availability_zone_hints"] == ["az2"]
+    http.call("POST", "/v2.0/subnets", {"subnet": {"network_id": net["id"], "cidr": "10.9.9.0/24"}})
+    assert hosts_of(http, net["id"]) == ["net-2"]  # the only DHCP agent in az2
+    assert emu.world.dhcp.agents_by_host["net-2"].id == ids["net-2"]
+    status, doc, _ = http.call(
+        "POST", "/v2.0/networks", {"network": {"availability_zone_hints": ["az9"]}}
+    )
+    assert (status, doc["NeutronError"]["type"]) == (404, "AvailabilityZoneNotFound")

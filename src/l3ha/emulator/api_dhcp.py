@@ -207,9 +207,25 @@ class DhcpApi:
             raise bad_request(f"Invalid input for name. Reason: '{name}' is not a valid string.")
         external = as_bool(body.get("router:external", False), "router:external")
         as_bool(body.get("admin_state_up", True), "admin_state_up")
+        hints = self._az_hints(body.get("availability_zone_hints") or [])
         net = self.world.add_network(name, "", external, self.api.clock.wall())
         net.subnet_id = ""
+        net.az_hints = hints
         return ok({"network": self.network_doc(net)}, 201)
+
+    def _az_hints(self, value: Any) -> list[str]:
+        """Availability zone hints: a list of zones some agent is in (else 404)."""
+        if not isinstance(value, list) or not all(isinstance(z, str) for z in value):
+            raise bad_request(
+                f"Invalid input for availability_zone_hints. Reason: '{value}' is not a list."
+            )
+        zones = {a.az for a in self.world.agents.values()}
+        for zone in value:
+            if zone not in zones:
+                raise ApiError(
+                    404, "AvailabilityZoneNotFound", f"AvailabilityZone {zone} could not be found."
+                )
+        return list(dict.fromkeys(value))
 
 
 def invalid_dhcp_agent(agent: AgentRec) -> ApiError:

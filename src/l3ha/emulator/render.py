@@ -214,7 +214,7 @@ def network_doc(net: NetworkRec, azs: list[str] | None = None) -> Doc:
         "status": "ACTIVE",
         "subnets": [net.subnet_id] if net.subnet_id else [],
         "shared": False,
-        "availability_zone_hints": [],
+        "availability_zone_hints": list(net.az_hints),
         "availability_zones": list(azs or []),
         "ipv4_address_scope": None,
         "ipv6_address_scope": None,

@@ -29,10 +29,8 @@ Model:
   and only while it can report;
 - Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
   and router update (``router_auto_schedule``) in ``sim_schedule``, and when ports change
-  host and status in ``sim_ports``; the DHCP agents in ``sim_dhcp`` (their failover in
-  ``sim_dhcp_failover``);
-- a node's agents share its fate: killing, reviving or partitioning an agent does the
-  same to every agent on its host (its L3 and its DHCP agent).
+  host and status in ``sim_ports``; DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``;
+- killing, reviving or partitioning an agent does it to every agent on its node.
 """
 
 from __future__ import annotations
@@ -192,12 +190,6 @@ class Simulation:
         agent.heartbeat = self.clock.wall()
         if agent.agent_type == DHCP_AGENT:
             self.dhcp.reported(agent)
-
-    def node_agents(self, agent: AgentRec) -> list[AgentRec]:
-        """The agent and the other agents on its host (a node runs an L3 and a DHCP agent)."""
-        others = (self.world.agents_by_host.get(agent.host),
-                  self.world.dhcp.agents_by_host.get(agent.host))
-        return [agent, *(a for a in others if a is not None and a is not agent)]
 
     def drop_stale(self, agent: AgentRec) -> None:
         """Remove the copies of routers the agent runs but no longer hosts."""
@@ -439,7 +431,7 @@ class Simulation:
     def kill(self, agent: AgentRec, node: bool = True) -> None:
         """The node dies (``node``; else only this agent's process): no heartbeats, no
         processing, no forwarding, no stale copies."""
-        for each in self.node_agents(agent) if node else [agent]:
+        for each in self.world.node_agents(agent) if node else [agent]:
             self._kill_one(each)
 
     def _kill_one(self, agent: AgentRec) -> None:
@@ -458,7 +450,7 @@ class Simulation:
         """The node's agents (re)start: new started_at and a heartbeat at once. A dead node
         or broken data plane comes back and resyncs every router (dark until processed); a
         healthy one only restarts its process (routers keep forwarding)."""
-        for each in self.node_agents(agent):
+        for each in self.world.node_agents(agent):
             self._revive_one(each)
 
     def _revive_one(self, agent: AgentRec) -> None:
@@ -498,7 +490,7 @@ class Simulation:
         self.refresh_agent(agent)
 
     def mgmt_partition(self, agent: AgentRec, seconds: float) -> None:
-        for each in self.node_agents(agent):
+        for each in self.world.node_agents(agent):
             each.partition_until = max(each.partition_until, self.clock.monotonic() + seconds)
             self._cut_off(each, each.partition_until)
 

@@ -23,10 +23,11 @@ it is modelled:
 - A full resync (start, revival, reconnection, ``agent_updated``) first runs
   ``auto_schedule_networks`` for the agent's host (``network_auto_schedule``, on by
   default): for an enabled, live agent, every network with a DHCP subnet that has fewer
-  than ``dhcp_agents_per_network`` bindings (dead agents' count) and is not on this
-  agent is bound to it. Then stale copies go and unprocessed bindings are queued. A
-  disabled agent's resync gets no networks: it disables DHCP everywhere, and
-  ``release_dhcp_port`` deletes its ports (the bindings stay).
+  than ``dhcp_agents_per_network`` bindings (dead agents' count), is not on this agent
+  and whose availability zone hints (if any) name the agent's zone is bound to it. Then
+  stale copies go and unprocessed bindings are queued. A disabled agent's resync gets no
+  networks: it disables DHCP everywhere, and ``release_dhcp_port`` deletes its ports
+  (the bindings stay).
 - A dead node keeps its ports as the server last saw them (``ACTIVE``): nothing reports
   them down.
 """
@@ -256,6 +257,7 @@ class DhcpSimulation:
             for n in self.tables.tenant_networks.values()
             if len(self.tables.bindings_of(n.id)) < per_network
             and agent.id not in self.tables.bindings_of(n.id)
+            and (not n.az_hints or agent.az in n.az_hints)
         ]
         for network in chosen:
             self.add(network, agent, notify=False)
@@ -291,6 +293,7 @@ class DhcpSimulation:
             for a in self.agents()
             if a.admin_state_up
             and a.id not in hosted
+            and (not network.az_hints or a.az in network.az_hints)
             and (a.id in eligible if eligible is not None else self.eligible(a, limit, now))
         ]
         candidates.sort(key=lambda a: (self._work(a).load, a.index))

@@ -37,7 +37,7 @@ OWNER_FLOATINGIP = "network:floatingip"
 class NetworkRec:
     """A network with one subnet (enough for router ports)."""
 
-    __slots__ = ("cidr_base", "created_at", "external", "id", "name", "project_id",
+    __slots__ = ("az_hints", "cidr_base", "created_at", "external", "id", "name", "project_id",
                  "subnet_id")
 
     def __init__(self, net_id: str, subnet_id: str, name: str, cidr_base: str,  # noqa: PLR0917
@@ -49,6 +49,7 @@ class NetworkRec:
         self.external = external
         self.project_id = project_id
         self.created_at = created_at
+        self.az_hints: list[str] = []
 
 
 class AgentRec:
@@ -345,6 +346,11 @@ class World:
     def touch(self, router: RouterRec, now: datetime) -> None:
         router.updated_at = now
         router.revision += 1
+
+    def node_agents(self, agent: AgentRec) -> list[AgentRec]:
+        """The agent and the other agents on its host (a node runs an L3 and a DHCP agent)."""
+        others = (self.agents_by_host.get(agent.host), self.dhcp.agents_by_host.get(agent.host))
+        return [agent, *(a for a in others if a is not None and a is not agent)]
 
     def l3_agents(self) -> list[AgentRec]:
         return [a for a in self.agents.values() if a.is_l3]
