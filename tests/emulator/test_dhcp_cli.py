@@ -14,12 +14,12 @@ __all__ = ["env"]  # the fixture, shared with test_cli
 
 def test_bad_dhcp_options_are_one_line_errors(env: dict[str, str]) -> None:
     for args, message in [
-        (["--networks", "-1"], "networks must be 0 or more, not -1"),
+        (["--networks", "-1"], "networks must be 0..16384, not -1"),
         (["--dhcp-agents-per-network", "0"], "dhcp-agents-per-network must be greater than 0"),
         (["--dhcp-concurrency", "0"], "dhcp-concurrency must be greater than 0"),
         (["--dhcp-host-prefix", "a b"], "dhcp-host-prefix must be a host name prefix"),
         (["--dhcp-network-time", "nan"], "--dhcp-network-time: must be a finite number"),
-        (["--networks", "20000"], "networks must be at most 16384"),
+        (["--networks", "20000"], "networks must be 0..16384, not 20000"),
     ]:
         done = run([*L3HA, "emulator", "serve", "--port", "0", *args], env)
         assert done.returncode == 2, done.stderr

@@ -78,21 +78,19 @@ class EmulatorConfig:
         """Raise ValueError naming the first field that makes no sense."""
         for name in ("report_interval", "agent_down_time", "router_base_time",
                      "router_port_time", "ha_takeover_time", "ha_vrrp_advert_int",
-                     "neutron_move_time", "rpc_response_timeout", "dhcp_network_time"):
+                     "neutron_move_time", "rpc_response_timeout"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
         for name in ("agents", "routers", "busy", "ha_routers", "dvr_routers",
-                     "dataplane_listeners", "dhcp_agents", "networks", "seed"):
+                     "dataplane_listeners", "dhcp_agents", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         for name in ("report_interval", "agent_down_time", "agent_concurrency", "azs",
-                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router",
-                     "dhcp_agents_per_network", "dhcp_concurrency"):
+                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
         for name in ("router_base_time", "router_port_time", "ha_takeover_time",
-                     "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout",
-                     "dhcp_network_time"):
+                     "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         if self.ha_routers + self.dvr_routers > self.routers:
@@ -104,11 +102,6 @@ class EmulatorConfig:
             raise ValueError(f"busy must not exceed routers ({self.busy} > {self.routers})")
         if self.routers and not self.agents:
             raise ValueError("routers need at least one agent")
-        if self.networks > 16384:
-            raise ValueError(f"networks must be at most 16384, not {self.networks}")
-        if not self.dhcp_host_prefix or any(c.isspace() or c == "/" for c in self.dhcp_host_prefix):
-            raise ValueError(f"dhcp_host_prefix must be a host name prefix, not "
-                             f"{self.dhcp_host_prefix!r}")
         if self.dataplane_listeners > self.routers:
             raise ValueError("dataplane_listeners must not exceed routers")
         if self.dataplane_listeners > 65000:
@@ -116,6 +109,20 @@ class EmulatorConfig:
         for name in ("port", "dataplane_port"):
             if not 0 <= getattr(self, name) <= 65535:
                 raise ValueError(f"{name} must be 0..65535, not {getattr(self, name)}")
+        self._validate_dhcp()
+
+    def _validate_dhcp(self) -> None:
+        if not math.isfinite(self.dhcp_network_time) or self.dhcp_network_time < 0:
+            raise ValueError(f"dhcp_network_time must be a finite number, 0 or more, not "
+                             f"{self.dhcp_network_time}")
+        if not 0 <= self.networks <= 16384:
+            raise ValueError(f"networks must be 0..16384, not {self.networks}")
+        for name in ("dhcp_agents_per_network", "dhcp_concurrency"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
+        prefix = self.dhcp_host_prefix
+        if not prefix or any(c.isspace() or c == "/" for c in prefix):
+            raise ValueError(f"dhcp_host_prefix must be a host name prefix, not {prefix!r}")
 
     def warnings(self) -> list[str]:
         """Settings that are valid but make a cloud behave oddly, one sentence each."""

@@ -152,7 +152,9 @@ class Simulation:
         if self.can_report(agent):
             if agent.cut_off:
                 self._reconnect(agent)
-            self._report(agent)
+            agent.heartbeat = self.clock.wall()
+            if agent.agent_type == DHCP_AGENT:
+                self.dhcp.reported(agent)
             for router in agent.routers.values():
                 self._sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
@@ -172,7 +174,7 @@ class Simulation:
     def _reconnect(self, agent: AgentRec) -> None:
         """Back on the bus: report at once, then a full resync (neutron's fullsync)."""
         agent.cut_off = False
-        self._report(agent)
+        agent.heartbeat = self.clock.wall()
         self.drop_stale(agent)
         self.scheduler.full_resync(agent)
         if agent.agent_type == DHCP_AGENT:
@@ -184,12 +186,6 @@ class Simulation:
         self._pump(agent)
         for router in agent.routers.values():
             self._sync_reported(router)
-
-    def _report(self, agent: AgentRec) -> None:
-        """A state report reaches the server: a heartbeat (and a DHCP agent's counts)."""
-        agent.heartbeat = self.clock.wall()
-        if agent.agent_type == DHCP_AGENT:
-            self.dhcp.reported(agent)
 
     def drop_stale(self, agent: AgentRec) -> None:
         """Remove the copies of routers the agent runs but no longer hosts."""

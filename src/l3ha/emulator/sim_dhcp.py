@@ -201,7 +201,9 @@ class DhcpSimulation:
             binding.processed = False
 
     def resync(self, agent: AgentRec) -> None:
-        """``sync_state``: auto-schedule, then drop stale copies and set every binding up."""
+        """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
+        drop stale copies and set every binding up."""
+        self.reported(agent)
         self.resyncs += 1
         work = self._work(agent)
         if not agent.admin_state_up:
