@@ -128,6 +128,7 @@ class _Waiting:
     target: Agent
     deadline: float
     started: float
+    port_seen: bool = False  # the poller saw the target's DHCP port ACTIVE
 
 
 @dataclass
@@ -346,6 +347,7 @@ class _Work:
         for item in batch:
             network_id = self.state.moves[item.index].network_id
             if serving_port(ports, network_id, item.target.host) is not None:
+                item.port_seen = True
                 self._take(item)
                 self._ports_ready(item)
             elif now >= item.deadline:
@@ -384,7 +386,9 @@ class _Work:
     def _remove_source(self, item: _Waiting) -> None:
         move = self.state.moves[item.index]
         try:
-            self.writer.remove(move, item.move_id, keep=item.target.id)
+            self.writer.remove(
+                move, item.move_id, keep=item.target.id, keep_port_seen=item.port_seen
+            )
         except SkipMoveError as skip:
             outcome, reason = DhcpOutcome.PENDING, str(skip)
         except L3haError as exc:

@@ -93,11 +93,15 @@ class DhcpWriter:
             self.cloud.add_network_to_agent(move.network_id, target)
         self.journal.record_step(move_id, MoveStep.BOUND, target=target)
 
-    def remove(self, move: DhcpMove, move_id: int, keep: str | None) -> str:
+    def remove(
+        self, move: DhcpMove, move_id: int, keep: str | None, *, keep_port_seen: bool = False
+    ) -> str:
         """Remove the copy on the move's source once another live agent serves the network.
 
-        ``keep``: the agent that must be among the servers (a move's target).
-        Raises ``SkipMoveError`` (nothing written) when no other agent serves it now.
+        ``keep``: the agent that must be among the servers (a move's target);
+        ``keep_port_seen``: its ACTIVE port was read from the cloud a moment ago
+        (by the port poller), so the ports are not read again. Raises
+        ``SkipMoveError`` (nothing written) when no other agent serves it now.
         Returns the host(s) that serve it.
         """
         source = move.source or ""
@@ -107,8 +111,11 @@ class DhcpWriter:
         servers = [a for a in hosts.values() if a.id != source and usable(a)]
         if keep is not None and keep not in {a.id for a in servers}:
             raise SkipMoveError("the new agent is not alive and enabled any more: source kept")
-        ports = self.cloud.dhcp_ports(move.network_id)
-        serving = [a for a in servers if serving_port(ports, move.network_id, a.host)]
+        if keep is not None and keep_port_seen:
+            serving = [a for a in servers if a.id == keep]
+        else:
+            ports = self.cloud.dhcp_ports(move.network_id)
+            serving = [a for a in servers if serving_port(ports, move.network_id, a.host)]
         if not serving:
             raise SkipMoveError("no other live agent serves the network with an ACTIVE port: kept")
         self.journal.record_step(move_id, MoveStep.VERIFIED, detail="served elsewhere")
