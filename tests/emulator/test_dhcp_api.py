@@ -287,3 +287,24 @@ def test_az_hints_steer_the_scheduler_and_unknown_zones_are_404(http: Http, emu:
         "POST", "/v2.0/networks", {"network": {"availability_zone_hints": ["az9"]}}
     )
     assert (status, doc["NeutronError"]["type"]) == (404, "AvailabilityZoneNotFound")
+
+
+def test_dhcp_ports_by_network_match_the_full_listing(http: Http, emu: Emulator) -> None:
+    ids = dhcp_ids(http)
+    nets = networks_of(http, ids["net-1"]) + networks_of(http, ids["net-2"])[:1]
+    add(http, ids["net-3"], nets[0])
+    remove(http, ids["net-1"], nets[1])
+    status, doc = http.get("/v2.0/ports", device_owner="network:dhcp", network_id=nets)
+    assert status == 200
+    fast = sorted((p["id"], p["device_id"], p["status"]) for p in doc["ports"])
+    everything = http.get("/v2.0/ports")[1]["ports"]
+    slow = sorted(
+        (p["id"], p["device_id"], p["status"])
+        for p in everything
+        if p["device_owner"] == "network:dhcp" and p["network_id"] in nets
+    )
+    assert fast == slow and len(fast) == 4  # one added (BUILD), one reserved
+    status, doc = http.get(
+        "/v2.0/ports", device_owner="network:dhcp", network_id=nets, fields="id", status="BUILD"
+    )
+    assert [set(p) for p in doc["ports"]] == [{"id"}]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator import render
 from l3ha.emulator.api_dhcp import dhcp_port_doc
-from l3ha.emulator.dhcp_world import DhcpPortRec
+from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
 from l3ha.emulator.http_types import (
     Request,
     Response,
@@ -287,7 +287,14 @@ class ResourceApi:
     # --- ports, networks, floating IPs, AZs -----------------------------------------------
 
     def _port_records(self, req: Request) -> list[PortRec | DhcpPortRec]:
+        """The ports a list could match (its filters still apply): by device id, else
+        DHCP ports by network when only those are asked for, else every port."""
         device_ids = [v for k, v in req.params if k == "device_id" and v]
+        owners = {v for k, v in req.params if k == "device_owner" and v}
+        networks = [v for k, v in req.params if k == "network_id" and v]
+        if not device_ids and owners == {OWNER_DHCP} and networks:
+            by_network = self.world.dhcp.ports_by_network
+            return [p for n in dict.fromkeys(networks) for p in by_network.get(n, [])]
         if not device_ids:
             return [*self.world.ports.values(), *self.world.dhcp.ports.values()]
         records: list[PortRec | DhcpPortRec] = []
