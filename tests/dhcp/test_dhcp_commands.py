@@ -184,3 +184,18 @@ def test_check_with_dhcp_reports_networks_without_dhcp(
     assert main(["check", "--dhcp", "-f", "json"]) == 2
     kinds = {p["kind"] for p in json.loads(capsys.readouterr().out)["problems"]}
     assert {"dhcp_no_dhcp", "dhcp_dead_agent"} <= kinds
+
+
+def test_many_dead_dhcp_agents_at_once_trip_the_fleet_gate(
+    dhcp_env: DhcpCloudEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for host in ("net-1", "net-2", "net-3"):
+        dhcp_env.emu.kill_agent(host)
+    wait_for(lambda: all(dead(dhcp_env, h) for h in ("net-1", "net-2", "net-3")), 10, "dead")
+    before = _bindings(dhcp_env.snapshot())
+    assert main(["dhcp", "evacuate", "net-1"]) == 3
+    err = capsys.readouterr().err
+    assert "3 of 5 enabled DHCP agents are reported dead at once" in err
+    assert "refusing to evacuate (override with --force)" in err
+    assert _bindings(dhcp_env.snapshot()) == before
+    assert _operations(dhcp_env) == 0
