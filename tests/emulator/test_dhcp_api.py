@@ -308,3 +308,26 @@ def test_dhcp_ports_by_network_match_the_full_listing(http: Http, emu: Emulator)
         "/v2.0/ports", device_owner="network:dhcp", network_id=nets, fields="id", status="BUILD"
     )
     assert [set(p) for p in doc["ports"]] == [{"id"}]
+
+
+def test_a_network_with_router_ports_cannot_be_deleted(http: Http, emu: Emulator) -> None:
+    public = emu.public.id
+    status, doc, _ = http.call("DELETE", f"/v2.0/networks/{public}")
+    assert (status, doc["NeutronError"]["type"]) == (409, "NetworkInUse")
+    assert http.get(f"/v2.0/networks/{public}")[0] == 200
+
+
+def test_deleting_a_network_a_cut_off_agent_serves_is_forgotten_at_its_resync(
+    http: Http, emu: Emulator
+) -> None:
+    ids = dhcp_ids(http)
+    net = networks_of(http, ids["net-1"])[0]
+    emu.mgmt_partition("net-1", 20)
+    assert http.call("DELETE", f"/v2.0/networks/{net}")[0] == 204
+    emu.advance(20 + emu.cfg.report_interval + 1)
+    (agent,) = [
+        a
+        for a in http.get("/v2.0/agents", host="net-1")[1]["agents"]
+        if a["agent_type"] == "DHCP agent"
+    ]
+    assert agent["configurations"]["networks"] == 1

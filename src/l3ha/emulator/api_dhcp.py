@@ -19,6 +19,8 @@ neutron/db/agentschedulers_db.py), checked by the contract suite against the rea
 - ``GET /v2.0/networks/{id}/dhcp-agents``: full agent dicts plus ``resource_versions``
   and ``ha_chassis_priority``; an unknown network has none (200, not 404).
 - ``GET``/``PUT`` of one ``dhcp-networks/{network}`` member: 500 (no such action).
+- ``DELETE /v2.0/networks/{id}``: 409 ``NetworkInUse`` while router ports use it; its
+  DHCP ports go with it (auto-deleted owners) and its bindings (cascade).
 """
 
 from __future__ import annotations
@@ -212,6 +214,24 @@ class DhcpApi:
         net.subnet_id = ""
         net.az_hints = hints
         return ok({"network": self.network_doc(net)}, 201)
+
+    def delete_network(self, req: Request, net_id: str) -> Response:
+        """``DELETE /v2.0/networks/{id}``: refused while other ports use it; its DHCP
+        ports are deleted with it and its agents told (``network_delete_end``)."""
+        net = self.network(net_id)
+        in_use = [p.id for p in self.world.ports.values() if p.network is net]
+        if in_use:
+            raise ApiError(
+                409,
+                "NetworkInUse",
+                f"Unable to complete operation on network {net.id}. There are one or more "
+                f"ports still in use on the network, id for these ports is: {','.join(in_use)}.",
+            )
+        for binding in list(self.tables.bindings_of(net.id).values()):
+            self.sim.dhcp.remove(net, binding.agent)
+        self.tables.forget_network(net)
+        del self.world.networks[net.id]
+        return no_content()
 
     def _az_hints(self, value: Any) -> list[str]:
         """Availability zone hints: a list of zones some agent is in (else 404)."""

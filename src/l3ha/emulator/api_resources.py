@@ -102,6 +102,7 @@ class ResourceApi:
             ("subnets", 1, "POST"): self.api.subnets.create,
             ("subnets", 2, "GET"): self.api.subnets.show,
             ("networks", 2, "GET"): self._show_network,
+            ("networks", 2, "DELETE"): self.api.dhcp.delete_network,
             ("floatingips", 1, "GET"): self._list_fips,
             ("floatingips", 2, "GET"): self._show_fip,
             ("availability_zones", 1, "GET"): self._list_azs,

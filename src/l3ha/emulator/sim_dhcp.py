@@ -210,6 +210,7 @@ class DhcpSimulation:
             self._disable_all(agent)
             return
         self.auto_schedule(agent)
+        work.serving &= self.world.networks.keys()  # networks deleted meanwhile
         for net_id in list(work.stale):
             network = self.world.networks.get(net_id)
             if network is not None:
