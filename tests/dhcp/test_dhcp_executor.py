@@ -1,15 +1,19 @@
 """The DHCP executor's safety behaviour against the real-time emulator: fallback targets,
-a target that never sets the network up, a source that comes back, the journal."""
+a target that never sets the network up, a source that comes back, dry run, and an
+interrupted DHCP operation closed from the cloud's state."""
 
 from __future__ import annotations
 
+import pytest
 from tests.dhcp.conftest import DhcpCloudEnv, dead, wait_for
 
+from l3ha.cli.main import main
 from l3ha.clock import SystemClock
-from l3ha.dhcp_model import DhcpPlan
+from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
-from l3ha.journal import Journal, OperationStatus
+from l3ha.executor.dhcp_steps import journal_move
+from l3ha.journal import Journal, MoveStep, OperationStatus
 from l3ha.operations.dhcp import fallback_targets
 from l3ha.planner.dhcp import DhcpPolicy, plan_dhcp_evacuate
 
@@ -89,3 +93,31 @@ def test_a_dry_run_writes_nothing_and_needs_no_journal(dhcp_env: DhcpCloudEnv) -
     assert result.dry_run and {r.outcome for r in result.results} == {DhcpOutcome.PLANNED}
     assert dhcp_env.snapshot().bindings == before
     assert not (dhcp_env.state_dir / "journal.sqlite").exists()
+
+
+def test_an_interrupted_dhcp_operation_is_closed_by_the_next_dhcp_action_only(
+    dhcp_env: DhcpCloudEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = dhcp_env.snapshot()
+    source = snap.find_agent("net-1").id
+    network = sorted(snap.networks_of_agent(source))[0]
+    target = snap.find_agent("net-2").id
+    move = DhcpMove(network, DhcpMoveKind.MOVE, target, source, "evacuate net-1", True)
+    with Journal(dhcp_env.state_dir) as journal:  # a process killed after adding the copy
+        op_id, (move_id,) = journal.begin_operation("dhcp-evacuate", {}, [journal_move(move)])
+        journal.record_step(move_id, MoveStep.INTENT, target=target)
+        dhcp_env.dhcp.add_network_to_agent(network, target)
+        journal.record_step(move_id, MoveStep.BOUND, target=target)
+    assert main(["repair", "--dry-run"]) == 0  # the router repair leaves it alone
+    with Journal(dhcp_env.state_dir) as journal:
+        assert [op.id for op in journal.unfinished_operations()] == [op_id]
+    capsys.readouterr()
+    assert main(["dhcp", "repair", "--trim", "--port-timeout", "20"]) == 0
+    assert f"interrupted DHCP operation {op_id}: network {network} left_as_found" in (
+        capsys.readouterr().err
+    )
+    with Journal(dhcp_env.state_dir) as journal:
+        assert journal.unfinished_operations() == []
+        assert journal.operation(op_id).status is OperationStatus.RECOVERED
+    # nothing was written for it; --trim then removed the extra copy the crash left
+    assert len(dhcp_env.hosts_of(network)) == 1

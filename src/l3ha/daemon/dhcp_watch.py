@@ -6,8 +6,8 @@ a health state of their own with the same policy as the L3 agents (so a DHCP
 agent is judged dead exactly as an L3 agent is: its heartbeat value not
 changing for ``dead_after`` on l3ha's clock, ``dead_observations`` times in a
 row), and applies the same fleet gates to them. It reads the whole DHCP
-picture (networks, bindings, ports) when a DHCP agent is judged dead or a
-verdict changed, and every ``full_resync`` cycles otherwise. It acts only
+picture (networks, bindings, ports) when a verdict changed or it acted, and
+every ``full_resync`` cycles otherwise. It acts only
 when this instance leads, neither the router side nor its own gates halt,
 and the cycle's move budget (shared with router moves) has room; then
 ``decide_dhcp`` says what to do and ``l3ha.operations.dhcp`` does it, over
@@ -98,23 +98,19 @@ class DhcpWatch:
         self.previous = dict(judged)
         halts = tuple(fleet_halts(self.state, judged, now, self.policy))
         self._report_halts(halts)
-        needs_read = (
-            self.world is None
-            or changed
-            or Verdict.DEAD in judged.values()
-            or self.cycles % self.full_resync == 0
-        )
+        needs_read = self.world is None or changed or self.cycles % self.full_resync == 0
         if needs_read:
             try:
                 self.world = self.cloud.read_dhcp_snapshot()
             except L3haError as exc:
                 event("dhcp_read_failed", logging.ERROR, error=str(exc))
                 return DhcpCycle(judged, halts, error=str(exc))
-        if halts or not may_act or budget <= 0 or self.world is None:
-            if budget <= 0 and may_act and not halts:
-                event("dhcp_budget_exhausted", logging.WARNING)
+        if halts or not may_act or self.world is None:
             return DhcpCycle(judged, halts)
         decisions = decide_dhcp(self.world, judged, self.agents_per_network)
+        if decisions and budget <= 0:
+            event("dhcp_budget_exhausted", logging.WARNING, action=decisions[0].action.value)
+            return DhcpCycle(judged)
         return self._act(decisions, judged, budget, execution, should_stop)
 
     def _network_counts(self) -> dict[str, int]:

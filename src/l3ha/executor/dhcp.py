@@ -330,7 +330,10 @@ class _Work:
                 if not self.state.waiting and not self._running():
                     return
                 batch = list(self.state.waiting.values())
-            self._poll_once(batch)
+            try:
+                self._poll_once(batch)
+            except Exception:  # the poller must outlive a bug, or waiting moves never end
+                log.exception("polling DHCP ports failed")
             self.ex.clock.sleep(interval)
 
     def _running(self) -> bool:
