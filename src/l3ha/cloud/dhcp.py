@@ -1,8 +1,9 @@
 """Neutron's DHCP agent scheduler through the openstacksdk adapter. I/O: HTTP to Neutron.
 
 ``NeutronDhcp`` wraps a ``NeutronCloud`` and sends its requests through the
-adapter's own request plumbing (the SDK's authenticated network proxy), so
-the adapter's retry policy for reads, its error translation and its
+adapter's own request plumbing — its package-internal ``_request`` and
+``_collection``, nothing else — over the SDK's authenticated network proxy,
+so the adapter's retry policy for reads, its error translation and its
 pagination apply to every DHCP call as well. The calls are the ones the
 SDK's ``add_dhcp_agent_to_network``, ``remove_dhcp_agent_from_network``,
 ``network_hosting_dhcp_agents`` and ``dhcp_agent_hosting_networks`` make:
@@ -24,9 +25,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
+from l3ha.clock import Clock, SystemClock
 from l3ha.cloud import translate
 from l3ha.cloud.adapter import NeutronCloud
 from l3ha.dhcp_model import (
@@ -47,6 +50,8 @@ log = logging.getLogger(__name__)
 _REFUSING = "InvalidDHCPAgent"
 
 
+#: Concurrent per-agent reads of a snapshot.
+READ_WORKERS = 8
 #: Networks whose DHCP ports one ``GET /ports`` asks for (repeated ``network_id`` filters).
 PORTS_BATCH = 40
 
@@ -100,8 +105,12 @@ def dhcp_port_from_dict(data: Mapping[str, Any]) -> DhcpPort:
 class NeutronDhcp:
     """``l3ha.cloud.dhcp_base.DhcpCloud`` over a ``NeutronCloud`` (see the module docstring)."""
 
-    def __init__(self, cloud: NeutronCloud) -> None:
+    def __init__(
+        self, cloud: NeutronCloud, *, clock: Clock | None = None, workers: int = READ_WORKERS
+    ) -> None:
         self._cloud = cloud
+        self._clock = clock or SystemClock()
+        self._workers = max(1, workers)
         self.name = cloud.name
 
     def _get(
@@ -126,7 +135,7 @@ class NeutronDhcp:
 
     def read_dhcp_snapshot(self) -> DhcpSnapshot:
         """Agents (split by type), networks, bindings per DHCP agent (concurrently), ports."""
-        observed_at = self._cloud._clock.wall().isoformat()
+        observed_at = self._clock.wall().isoformat()
         raw_agents = self._all_agents()
         agents = [
             translate.agent_from_dict(a)
@@ -140,7 +149,8 @@ class NeutronDhcp:
         )
         raw_networks, dhcp_subnets = self._networks()
         known = {str(n["id"]) for n in raw_networks}
-        per_agent = self._cloud._concurrently(self.networks_on_agent, [a.id for a in agents])
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            per_agent = list(pool.map(self.networks_on_agent, [a.id for a in agents]))
         bindings = tuple(
             DhcpBinding(net, agent.id)
             for agent, nets in zip(agents, per_agent, strict=True)
