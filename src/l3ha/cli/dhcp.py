@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
 from l3ha.cli.common import add_cloud_options, command_group, open_cloud
 from l3ha.cli.output import emit, emit_document
 from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
+
+if TYPE_CHECKING:
+    from l3ha.operations.dhcp import DhcpExecuted, DhcpResult
 
 UNKNOWN = 3
 
@@ -174,7 +177,7 @@ def _run_action(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _print_result(result: Any, fmt: str) -> None:
+def _print_result(result: DhcpResult, fmt: str) -> None:
     """Plans (dry run) or run summaries, then agent changes."""
     if fmt != "table":
         emit_document(
@@ -201,7 +204,7 @@ def _print_result(result: Any, fmt: str) -> None:
         sys.stdout.write(f"problem: {problem}\n")
 
 
-def _print_run(executed: Any) -> None:
+def _print_run(executed: DhcpExecuted) -> None:
     run, snapshot = executed.run, executed.snapshot
     hosts = {a.id: a.host for a in snapshot.agents}
     rows = [
