@@ -13,9 +13,11 @@ the agent RPC handler, the emulator by simulated election), ``cut_off`` and
 ``full_resync`` (an agent's sync: neutron through the same handler — a real server's
 agents never sync on their own — the emulator by a management partition ending),
 ``long_dead`` and ``failover_pass`` (an agent dead beyond the dead limit, and one pass of
-neutron's periodic L3 rescheduler: neutron's own, in-process, the emulator's model), and
+neutron's periodic L3 rescheduler: neutron's own, in-process, the emulator's model),
 ``router_with_usage`` (a router with some interface ports and floating IPs: neutron
-through its API, the emulator in its world).
+through its API, the emulator in its world), ``new_dhcp_agent``, ``dhcp_setup`` (a DHCP
+agent sets a network up: neutron through the DHCP agent RPC handler, the emulator by
+letting time pass) and ``dhcp_failover_pass``.
 ``conn`` is an openstacksdk connection built from a temporary clouds.yaml
 (``auth_type: none`` + ``network_endpoint_override``).
 """
@@ -60,6 +62,9 @@ class Backend(Protocol):
     def long_dead(self, agent: AgentRef) -> None: ...
     def failover_pass(self) -> None: ...
     def router_with_usage(self, interfaces: int, floating_ips: int) -> str: ...
+    def new_dhcp_agent(self) -> AgentRef: ...
+    def dhcp_setup(self, agent: AgentRef, network_id: str) -> None: ...
+    def dhcp_failover_pass(self) -> None: ...
 
 
 @pytest.fixture(scope="session")
@@ -143,6 +148,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in item.path.parents:
             item.add_marker(pytest.mark.filterwarnings("ignore::PendingDeprecationWarning"))
+
+
+_network_numbers = itertools.count(1)
+
+
+@pytest.fixture
+def new_network(api: Api, request: pytest.FixtureRequest) -> Any:
+    """Factory: create a network through the API, named after the test (a flat provider
+    network on a physical network of its own: the real server has no tenant network type)."""
+    from tests.contract.contract_dhcp import create_network
+
+    def create() -> str:
+        number = next(_network_numbers)
+        return create_network(api, f"contract-{request.node.originalname}-{number}", number)
+
+    return create
 
 
 @pytest.fixture

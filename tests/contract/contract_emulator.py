@@ -3,8 +3,8 @@
 The emulator runs on a ManualClock: "kill an agent" stops its heartbeats and then
 advances simulated time past ``agent_down_time``, so the agent reads dead at once
 without the test sleeping. Agents are built up front (``net-1..net-N`` legacy,
-``snat-*`` dvr_snat, ``compute-1`` dvr) and handed out one per request, so every test
-owns the agents it changes.
+``snat-*`` dvr_snat, ``compute-1`` dvr, DHCP agents on nodes of their own ``dhcp-1..``)
+and handed out one per request, so every test owns the agents it changes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tests.contract.contract_http import Api
 from tests.contract.contract_neutron import FAILOVER_DEAD_LIMIT_S, AgentRef
 
 LEGACY_AGENTS = 120
+DHCP_AGENTS = 40
 # Simulated seconds for a bound HA router's replicas to be processed and elect an active.
 HA_SETTLE_S = 60.0
 # Simulated seconds ``cut_off`` keeps an agent off the bus (well below agent_down_time).
@@ -38,6 +39,7 @@ class EmulatorBackend:
         self._unused = {
             "legacy": [f"net-{n}" for n in range(1, LEGACY_AGENTS + 1)],
             "dvr_snat": sorted(host for host in self._ids if host.startswith("snat-")),
+            "dhcp": [f"dhcp-{n}" for n in range(1, DHCP_AGENTS + 1)],
         }
 
     @classmethod
@@ -45,7 +47,13 @@ class EmulatorBackend:
         from l3ha.clock import ManualClock
         from l3ha.emulator import Emulator, EmulatorConfig
 
-        config = EmulatorConfig(agents=LEGACY_AGENTS, routers=1, dvr_routers=1)
+        config = EmulatorConfig(
+            agents=LEGACY_AGENTS,
+            routers=1,
+            dvr_routers=1,
+            dhcp_agents=DHCP_AGENTS,
+            dhcp_host_prefix="dhcp",
+        )
         return cls(Emulator(config, clock=ManualClock()).start())
 
     def stop(self) -> None:
@@ -60,6 +68,20 @@ class EmulatorBackend:
             raise AssertionError(f"the emulator has no unused {mode} agent left")
         host = unused.pop(0)
         return AgentRef(id=self._ids[host], host=host)
+
+    def new_dhcp_agent(self) -> AgentRef:
+        """A DHCP agent no other test has used, alone on its node."""
+        return self.new_agent("dhcp")
+
+    def dhcp_setup(self, agent: AgentRef, network_id: str) -> None:
+        """Let the DHCP agent set the network up (its port claimed or created)."""
+        self.emulator.advance(self.emulator.cfg.dhcp_network_time + 1.0)
+
+    def dhcp_failover_pass(self) -> None:
+        """One pass of the modelled DHCP network check, now; time passes until it is done."""
+        with self.emulator.world.lock:
+            self.emulator.sim.dhcp_failover.run_once(FAILOVER_DEAD_LIMIT_S)
+        self.emulator.advance(FAILOVER_SETTLE_S)
 
     def kill_agent(self, agent: AgentRef) -> None:
         """Stop the agent and let simulated time pass until its heartbeat is stale."""
@@ -80,6 +102,7 @@ class EmulatorBackend:
         with self.emulator.world.lock:
             record = self.emulator.world.agents[agent.id]
             record.heartbeat -= timedelta(seconds=2 * FAILOVER_DEAD_LIMIT_S)
+            record.started_at -= timedelta(seconds=2 * FAILOVER_DEAD_LIMIT_S)
 
     def failover_pass(self) -> None:
         """One pass of the modelled periodic rescheduler, now; time passes until it is done."""

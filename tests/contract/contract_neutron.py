@@ -189,6 +189,31 @@ class NeutronBackend:
             raise AssertionError(f"registering agent {host}: {reply.status} {reply.text}")
         return AgentRef(id=str(reply.json()["agent"]["id"]), host=host)
 
+    def new_dhcp_agent(self) -> AgentRef:
+        """Register a fresh, alive DHCP agent (register_dhcp_agent)."""
+        self._count += 1
+        host = f"dhcp-{self._count}"
+        reply = self.api.post("/_contract/agents", {"host": host, "agent_type": "dhcp"})
+        if reply.status != 201:
+            raise AssertionError(f"registering DHCP agent {host}: {reply.status} {reply.text}")
+        return AgentRef(id=str(reply.json()["agent"]["id"]), host=host)
+
+    def dhcp_setup(self, agent: AgentRef, network_id: str) -> None:
+        """What the agent does when it sets the network up: its DHCP port through the
+        DHCP agent RPC handler (own, reserved or new)."""
+        path = f"/_contract/hosts/{agent.host}/dhcp-port"
+        reply = self.api.post(path, {"network_id": network_id})
+        if reply.status != 200:
+            raise AssertionError(f"DHCP port of {agent.host}: {reply.status} {reply.text}")
+
+    def dhcp_failover_pass(self) -> None:
+        """One pass of the periodic DHCP check (remove_networks_from_down_agents)."""
+        reply = self.api.post(
+            "/_contract/dhcp-failover-pass", {"dead_limit": FAILOVER_DEAD_LIMIT_S}
+        )
+        if reply.status != 204:
+            raise AssertionError(f"DHCP failover pass: {reply.status} {reply.text}")
+
     def _admin(self, agent: AgentRef, action: str, body: object = None) -> None:
         reply = self.api.post(f"/_contract/agents/{agent.id}/{action}", body)
         if reply.status != 204:

@@ -20,6 +20,8 @@ the same database:
 
     POST /_contract/agents                        {"host": H, "agent_mode": M, "az": Z}
          -> 201 {"agent": {...}}                  register_l3_agent
+                                                  ({"agent_type": "dhcp", "host": H, "az": Z}:
+                                                  register_dhcp_agent)
     POST /_contract/agents/{id}/kill              -> 204   kill_agent
                                                   ({"seconds_ago": N}: its heartbeat and
                                                   started_at N seconds back instead)
@@ -41,6 +43,13 @@ the same database:
                   and with its dead limit (2 x agent_down_time) replaced by S seconds, so that
                   only agents dead longer than S (killed with a large seconds_ago) count as
                   down; agent liveness (agent_down_time) is unchanged
+    POST /_contract/dhcp-failover-pass            {"dead_limit": S} -> 204
+                  one pass of the DHCP periodic check (allow_automatic_dhcp_failover),
+                  remove_networks_from_down_agents, likewise run now with dead limit S
+    POST /_contract/hosts/{host}/dhcp-port        {"network_id": N} -> 200 {"port": {...}}
+                  what the DHCP agent on {host} does when it sets a network up, through
+                  the DHCP agent RPC handler: claim its own or a reserved DHCP port
+                  (update_dhcp_port) or create one (create_dhcp_port)
 """
 
 from __future__ import annotations
@@ -143,6 +152,11 @@ NOT_FOUND = "404 Not Found"
 def register_agent(body: dict[str, Any]) -> tuple[str, Any]:
     from neutron.tests.common import helpers
 
+    if body.get("agent_type") == "dhcp":
+        agent = helpers.register_dhcp_agent(
+            host=body["host"], az=body.get("az", helpers.DEFAULT_AZ)
+        )
+        return "201 Created", {"agent": jsonable_agent(agent)}
     agent = helpers.register_l3_agent(
         host=body["host"],
         agent_mode=body.get("agent_mode", "legacy"),
@@ -200,6 +214,54 @@ def l3_failover_pass(body: dict[str, Any]) -> tuple[str, Any]:
     return "204 No Content", None
 
 
+def dhcp_failover_pass(body: dict[str, Any]) -> tuple[str, Any]:
+    """One pass of the periodic DHCP network check, now, with the dead limit the test chose."""
+    from unittest import mock
+
+    from neutron_lib.plugins import directory
+    from oslo_utils import timeutils
+
+    plugin = directory.get_plugin()
+    plugin._clock_jump_canary = timeutils.utcnow()
+    limit = float(body["dead_limit"])
+    with mock.patch.object(plugin, "agent_dead_limit_seconds", return_value=limit):
+        plugin.remove_networks_from_down_agents()
+    return "204 No Content", None
+
+
+def dhcp_port(host: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """The DHCP agent's port set-up for one network, through the DHCP agent RPC handler.
+
+    As neutron/agent/linux/dhcp.py DeviceManager.setup_dhcp_port: the port whose device_id
+    is this host's DHCP device id, else a reserved DHCP port of the network (claimed with
+    update_dhcp_port), else a new one (create_dhcp_port).
+    """
+    from neutron.api.rpc.handlers.dhcp_rpc import DhcpRpcCallback
+    from neutron.common import utils
+    from neutron_lib import constants, context
+    from neutron_lib.plugins import directory
+
+    rpc, ctx, plugin = DhcpRpcCallback(), context.get_admin_context(), directory.get_plugin()
+    network_id = body["network_id"]
+    device_id = utils.get_dhcp_agent_device_id(network_id, host)
+    ports = plugin.get_ports(
+        ctx, filters={"network_id": [network_id], "device_owner": [constants.DEVICE_OWNER_DHCP]}
+    )
+    own = [p for p in ports if p["device_id"] == device_id]
+    reserved = [p for p in ports if p["device_id"] == constants.DEVICE_ID_RESERVED_DHCP_PORT]
+    if own:
+        port = own[0]
+    elif reserved:
+        change = {"port": {"network_id": network_id, "device_id": device_id}}
+        port = rpc.update_dhcp_port(ctx, host=host, port_id=reserved[0]["id"], port=change)
+    else:
+        new = {"port": {"network_id": network_id, "device_id": device_id, "name": "",
+                        "admin_state_up": True, "tenant_id": plugin.get_network(
+                            ctx, network_id)["tenant_id"], "fixed_ips": []}}
+        port = rpc.create_dhcp_port(ctx, host=host, port=new)
+    return "200 OK", {"port": {"id": port["id"], "device_id": port["device_id"]}}
+
+
 def report_ha_state(router_id: str, body: dict[str, Any]) -> tuple[str, Any]:
     """What an L3 agent's keepalived-state-change does, through the agent RPC handler."""
     from neutron.api.rpc.handlers.l3_rpc import L3RpcCallback
@@ -238,6 +300,10 @@ def dispatch_admin(path: str, body: dict[str, Any]) -> tuple[str, Any]:
         return sync_host(parts[1], body)
     if parts == ["l3-failover-pass"]:
         return l3_failover_pass(body)
+    if parts == ["dhcp-failover-pass"]:
+        return dhcp_failover_pass(body)
+    if len(parts) == 3 and parts[0] == "hosts" and parts[2] == "dhcp-port":
+        return dhcp_port(parts[1], body)
     return NOT_FOUND, {"error": f"no admin call {path}"}
 
 
@@ -279,8 +345,27 @@ class AccessLogHandler(simple_server.WSGIRequestHandler):
         sys.stderr.write("access: " + (format % args) + "\n")
 
 
+def install_network_scheduler() -> None:
+    """Give ML2 its DHCP network scheduler, as ``Ml2Plugin._setup_dhcp`` would.
+
+    ``rpc_workers = 0`` (no RPC server in this test process) makes ML2 skip
+    ``_setup_dhcp``, which leaves ``network_scheduler`` unset and every
+    ``POST /v2.0/agents/{id}/dhcp-networks`` a 500; the scheduler is the configured
+    ``network_scheduler_driver``, and its periodic check is run by /_contract/ calls.
+    """
+    from neutron_lib.plugins import directory
+    from oslo_config import cfg
+    from oslo_utils import importutils
+
+    plugin = directory.get_plugin()
+    if getattr(plugin, "network_scheduler", None) is None:
+        plugin.network_scheduler = importutils.import_object(cfg.CONF.network_scheduler_driver)
+
+
 def serve(port_file: Path) -> None:
     from neutron.wsgi.api import application
+
+    install_network_scheduler()
 
     server = simple_server.make_server(
         "127.0.0.1",

@@ -1,4 +1,5 @@
-"""``l3ha agent list``: L3 agents and their load. I/O: reads the cloud or a snapshot, writes stdout.
+"""``l3ha agent list``: L3 (and DHCP) agents and their load. I/O: reads the cloud or a
+snapshot, writes stdout.
 
 ``heartbeat_age`` is approximate on purpose: it is this machine's clock at
 the time of the read minus the server's heartbeat timestamp, so clock skew
@@ -22,6 +23,8 @@ from l3ha.cli.common import (
 )
 from l3ha.cli.output import add_format_options, emit
 from l3ha.cli.weighing import read_weighed_world
+from l3ha.dhcp_model import DhcpSnapshot
+from l3ha.errors import BadInputError
 from l3ha.model import Agent, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -90,8 +93,53 @@ def agent_rows(snapshot: Snapshot, policy: WeightPolicy) -> list[dict[str, Any]]
     return rows
 
 
+DHCP_COLUMNS = ("host", "id", "az", "alive", "admin_state", "networks", "ports", "heartbeat")
+DEFAULT_DHCP_COLUMNS = DHCP_COLUMNS[:7]
+ALL_COLUMNS = ("type", "host", "id", "az", "alive", "admin_state", "routers", "networks", "ports")
+
+
+def dhcp_agent_rows(snapshot: DhcpSnapshot) -> list[dict[str, Any]]:
+    """One row per DHCP agent: networks hosted and DHCP ports bound to its host. Pure."""
+    return [
+        {
+            "type": "dhcp",
+            "host": agent.host,
+            "id": agent.id,
+            "az": agent.availability_zone,
+            "alive": agent.alive,
+            "admin_state": "up" if agent.admin_state_up else "down",
+            "networks": len(snapshot.networks_of_agent(agent.id)),
+            "ports": snapshot.ports_on_host(agent.host),
+            "heartbeat": agent.heartbeat_timestamp,
+        }
+        for agent in sorted(snapshot.agents, key=lambda a: (a.host, a.id))
+    ]
+
+
+def _list_other_types(args: argparse.Namespace) -> int:
+    """``--type dhcp|all``: read DHCP agents (and L3 agents for ``all``) from the cloud."""
+    from l3ha.cli.common import open_cloud
+    from l3ha.cloud.dhcp import NeutronDhcp
+
+    if getattr(args, "snapshot", None):
+        raise BadInputError("--snapshot files hold L3 agents only: use --type l3 with --snapshot")
+    cloud = open_cloud(args)
+    rows = dhcp_agent_rows(NeutronDhcp(cloud).read_dhcp_snapshot())
+    if args.agent_type == "dhcp":
+        emit(rows, args.format, args.column or list(DEFAULT_DHCP_COLUMNS), DHCP_COLUMNS)
+        return 0
+    policy = load_weight_policy(args)
+    l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy)]
+    rows = sorted(l3 + rows, key=lambda r: (r["host"], r["type"], r["id"]))
+    extra = dict.fromkeys(c for c in (*AGENT_COLUMNS, *DHCP_COLUMNS) if c not in ALL_COLUMNS)
+    emit(rows, args.format, args.column or list(ALL_COLUMNS), ALL_COLUMNS + tuple(extra))
+    return 0
+
+
 def list_agents(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent list``."""
+    if getattr(args, "agent_type", "l3") != "l3":
+        return _list_other_types(args)
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy)
     warn_about_weights(policy, snapshot)
@@ -115,5 +163,13 @@ def register(subparsers: Any) -> None:
     )
     add_cloud_options(parser)
     add_snapshot_option(parser)
+    parser.add_argument(
+        "--type",
+        dest="agent_type",
+        choices=("l3", "dhcp", "all"),
+        default="l3",
+        help="which agents: L3 (default), DHCP (host, id, AZ, alive, admin state, networks, "
+        "DHCP ports), or all of both",
+    )
     add_format_options(parser)
     parser.set_defaults(func=list_agents)

@@ -12,7 +12,7 @@ from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option
-from l3ha.errors import L3haError
+from l3ha.errors import BadInputError, L3haError
 
 UNKNOWN = 3
 
@@ -45,6 +45,19 @@ def register(sub: Any) -> None:
         default=2,
         metavar="N",
         help="live replicas every HA router should have (default: 2)",
+    )
+    p.add_argument(
+        "--dhcp",
+        action="store_true",
+        help="also audit DHCP: networks without a live DHCP agent, copy counts, dead DHCP "
+        "agents hosting networks (see 'l3ha dhcp audit')",
+    )
+    p.add_argument(
+        "--agents-per-network",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="with --dhcp: live DHCP agents every network should have (default: 1)",
     )
     p.add_argument(
         "--state-dir",
@@ -85,6 +98,17 @@ def _run_check(args: argparse.Namespace) -> int:
         watch_status=_watch_status(args),
         now=time.time(),
     )
+    if args.dhcp and getattr(args, "snapshot", None):
+        raise BadInputError("--dhcp reads the cloud: snapshot files hold no DHCP agents")
+    if args.dhcp:
+        try:
+            result = _with_dhcp(args, result)
+        except L3haError as exc:
+            if args.format == "line":
+                sys.stdout.write(f"L3HA UNKNOWN - DHCP: {exc}\n")
+            else:
+                emit_document({"status": "UNKNOWN", "error": f"DHCP: {exc}"}, args.format)
+            return UNKNOWN
     if args.format == "line":
         sys.stdout.write(result.status_line() + "\n")
     else:
@@ -106,6 +130,16 @@ def _run_check(args: argparse.Namespace) -> int:
             args.format,
         )
     return int(result.severity)
+
+
+def _with_dhcp(args: argparse.Namespace, result: Any) -> Any:
+    """The check's result with the DHCP audit's findings (read from the cloud)."""
+    from l3ha.cli.common import open_cloud
+    from l3ha.cloud.dhcp import NeutronDhcp
+    from l3ha.dhcp_audit import audit_dhcp, with_dhcp_findings
+
+    snapshot = NeutronDhcp(open_cloud(args)).read_dhcp_snapshot()
+    return with_dhcp_findings(result, audit_dhcp(snapshot, args.agents_per_network))
 
 
 def _watch_status(args: argparse.Namespace) -> dict[str, Any] | None:

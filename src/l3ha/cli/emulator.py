@@ -119,7 +119,8 @@ def _register_serve(sub: Any) -> None:
     p.add_argument(
         "--neutron-auto-failover",
         action="store_true",
-        help="reschedule routers off dead agents like Neutron's allow_automatic_l3agent_failover",
+        help="reschedule routers off dead agents like Neutron's allow_automatic_l3agent_failover, "
+        "and remove networks from dead DHCP agents like its allow_automatic_dhcp_failover",
     )
     p.add_argument(
         "--no-router-auto-schedule",
@@ -195,7 +196,63 @@ def _register_serve(sub: Any) -> None:
         help="busy weight an agent carries before its routers stop forwarding "
         "(busy router 10, else 1 or its l3ha:weight=N tag; default 1000)",
     )
+    _add_dhcp_options(p)
     p.set_defaults(func=serve)
+
+
+def _add_dhcp_options(p: Any) -> None:
+    dhcp = p.add_argument_group("DHCP agents and tenant networks")
+    dhcp.add_argument(
+        "--dhcp-agents",
+        metavar="N",
+        type=int,
+        default=0,
+        help="DHCP agents on the L3 agents' hosts net-1..net-N (so kill-agent HOST takes "
+        "both down; default 0)",
+    )
+    dhcp.add_argument(
+        "--dhcp-host-prefix",
+        metavar="PREFIX",
+        default="net",
+        help="hosts of the DHCP agents are PREFIX-1.. (default net: the L3 agents' nodes; "
+        "another prefix puts them on nodes of their own)",
+    )
+    dhcp.add_argument(
+        "--networks",
+        metavar="N",
+        type=int,
+        default=0,
+        help="tenant networks tenant-net-0001.. with a DHCP subnet, each hosted by "
+        "--dhcp-agents-per-network DHCP agents (default 0)",
+    )
+    dhcp.add_argument(
+        "--dhcp-agents-per-network",
+        metavar="N",
+        type=int,
+        default=1,
+        help="DHCP agents per network, as Neutron's dhcp_agents_per_network (default 1)",
+    )
+    dhcp.add_argument(
+        "--dhcp-network-time",
+        metavar="S",
+        type=non_negative_float,
+        default=1.0,
+        help="seconds a DHCP agent needs to set one network up (default 1)",
+    )
+    dhcp.add_argument(
+        "--dhcp-concurrency",
+        metavar="N",
+        type=int,
+        default=4,
+        help="networks a DHCP agent sets up at once (neutron's num_sync_threads; default 4)",
+    )
+    dhcp.add_argument(
+        "--no-network-auto-schedule",
+        dest="network_auto_schedule",
+        action="store_false",
+        help="turn off Neutron's network_auto_schedule (on by default): DHCP agent resyncs "
+        "and the DHCP failover then leave networks below --dhcp-agents-per-network alone",
+    )
 
 
 def _register_fault(sub: Any) -> None:
@@ -251,6 +308,13 @@ def _config(args: argparse.Namespace) -> Any:
         agent_concurrency=args.agent_concurrency,
         ha_takeover_time=args.ha_takeover_time,
         agent_capacity=args.agent_capacity,
+        dhcp_agents=args.dhcp_agents,
+        dhcp_host_prefix=args.dhcp_host_prefix,
+        networks=args.networks,
+        dhcp_agents_per_network=args.dhcp_agents_per_network,
+        dhcp_network_time=args.dhcp_network_time,
+        dhcp_concurrency=args.dhcp_concurrency,
+        network_auto_schedule=args.network_auto_schedule,
         host=args.host,
         port=args.port,
     )

@@ -64,9 +64,10 @@ def _notice_interrupted(state_dir: str | None) -> None:
     except sqlite3.Error:
         return
     for op in ops:
+        command = "dhcp repair" if op.kind.startswith("dhcp-") else "repair"
         sys.stderr.write(
             f"{PROG}: note: operation {op.id} ({op.kind}, started {op.started}) was interrupted; "
-            f"'{PROG} repair' finishes it from the cloud's actual state\n"
+            f"'{PROG} {command}' finishes it from the cloud's actual state\n"
         )
 
 

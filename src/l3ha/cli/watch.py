@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from l3ha.cli.common import load_weight_policy, open_cloud
     from l3ha.clock import SystemClock
+    from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.daemon.leader import Leadership, default_member_id
     from l3ha.daemon.logevents import configure, event
     from l3ha.daemon.metrics import WatchMetrics
@@ -80,6 +81,7 @@ def _run(args: argparse.Namespace) -> int:
                 weights=weights,
                 reload=lambda: load_settings(args),
                 weigher=weigher,
+                dhcp_cloud=NeutronDhcp(cloud),  # used when settings.dhcp is on
             )
             watcher = Watcher(parts)
             _install_signals(watcher, settings.shutdown_timeout)

@@ -7,7 +7,9 @@ allowed as targets, which only live agents are (``targets``). ``decide``
 lists the actions, in order: evacuate each dead agent that still hosts
 routers, then repair (bind unhosted routers, replace HA replicas on dead
 agents) when there is something to repair, then — only with auto-rebalance
-and a healthy fleet — rebalance.
+and a healthy fleet — rebalance. ``decide_dhcp`` does the same for DHCP
+agents (``--dhcp``): evacuate each dead DHCP agent that hosts networks, else
+repair networks below their copy count.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
 from l3ha.operations import Action
+from l3ha.operations.dhcp import DhcpAction
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +78,50 @@ def _repair_reason(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> str
 
 def _all_settled(verdict_of: Mapping[str, Verdict]) -> bool:
     return all(v in (Verdict.ALIVE, Verdict.DISABLED) for v in verdict_of.values())
+
+
+# --- DHCP (``l3ha watch --dhcp``) ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpDecision:
+    """One DHCP action the daemon takes, on which DHCP agent, and why."""
+
+    action: DhcpAction
+    reason: str
+    agent: str | None = None
+
+
+def overlay_dhcp(snapshot: DhcpSnapshot, verdict_of: Mapping[str, Verdict]) -> DhcpSnapshot:
+    """The DHCP snapshot with each DHCP agent's ``alive`` replaced by l3ha's own judgement."""
+    agents = tuple(
+        replace(a, alive=verdict_of.get(a.id, Verdict.ALIVE) is not Verdict.DEAD)
+        for a in snapshot.agents
+    )
+    return replace(snapshot, agents=agents)
+
+
+def decide_dhcp(
+    snapshot: DhcpSnapshot, verdict_of: Mapping[str, Verdict], agents_per_network: int
+) -> list[DhcpDecision]:
+    """Evacuate each DHCP agent judged dead that hosts networks; then, when a network is
+    below its count on the agents l3ha judges alive, repair (never trim)."""
+    decisions = [
+        DhcpDecision(DhcpAction.EVACUATE, f"DHCP agent {a.host} is dead (l3ha's observation)", a.id)
+        for a in sorted(snapshot.agents, key=lambda a: a.host)
+        if verdict_of.get(a.id) is Verdict.DEAD and snapshot.networks_of_agent(a.id)
+    ]
+    world = overlay_dhcp(snapshot, verdict_of)
+    short = [
+        n.id
+        for n in world.networks
+        if n.needs_dhcp and len(world.serving_agents(n.id)) < agents_per_network
+    ]
+    if short and not decisions:
+        decisions.append(
+            DhcpDecision(
+                DhcpAction.REPAIR,
+                f"{len(short)} network(s) on fewer than {agents_per_network} live DHCP agent(s)",
+            )
+        )
+    return decisions

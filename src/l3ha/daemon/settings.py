@@ -85,6 +85,16 @@ _SPECS: tuple[tuple[str, cfg.Opt, str], ...] = (
         help="Also move routers from the most to the least loaded agents when the load is uneven. "
         "Off: only dead agents are evacuated, unhosted routers bound and HA replicas on dead "
         "agents replaced."), ""),
+    (WATCH, cfg.BoolOpt("dhcp", default=False,
+        help="Also keep every DHCP network on live DHCP agents: a DHCP agent l3ha judges dead "
+        "(same heartbeat judgement, gates and move budget as L3 agents) has its networks moved "
+        "make before break, and networks served by no live agent get a copy. Neutron's "
+        "allow_automatic_dhcp_failover may stay on; l3ha also halts when it suspects the "
+        "message bus, which Neutron does not."), ""),
+    (WATCH, cfg.IntOpt("dhcp_agents_per_network", default=1, min=1,
+        help="With dhcp: live DHCP agents every network should have. Set it to Neutron's "
+        "dhcp_agents_per_network (1 by default); extra copies are never removed by the "
+        "daemon."), "N"),
     (WATCH, cfg.FloatOpt("max_moves_per_minute", default=600.0, min=0.1,
         help="Token-bucket rate of router moves while at most one agent is disrupted. The "
         "bucket holds max_moves_per_cycle moves, so one dead agent's routers move at once and "
@@ -160,6 +170,8 @@ class WatchSettings:
     metrics_port: int
     metrics_host: str
     config_files: tuple[str, ...] = ()
+    dhcp: bool = False
+    dhcp_agents_per_network: int = 1
 
     @property
     def probe_kind(self) -> str | None:

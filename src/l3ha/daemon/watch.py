@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
+from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.daemon.act import Acted, Hands, moved_counts
 from l3ha.daemon.budget import MoveBudget
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec
 from l3ha.daemon.decide import Decision, decide
+from l3ha.daemon.dhcp_watch import DhcpWatch, dhcp_moved_counts
 from l3ha.daemon.leader import Leadership
 from l3ha.daemon.logevents import event
 from l3ha.daemon.metrics import WatchMetrics
@@ -71,6 +73,7 @@ class Parts:
     weights: WeightPolicy = field(default_factory=WeightPolicy)
     reload: Callable[[], WatchSettings] | None = None
     weigher: Weigher | None = None
+    dhcp_cloud: DhcpCloud | None = None  # with settings.dhcp: DHCP networks are watched too
 
 
 class Watcher:
@@ -87,6 +90,7 @@ class Watcher:
         self.cycles = 0
         self._weights_exported = 0
         self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
+        self.dhcp: DhcpWatch | None = None
         self._configure(parts.settings)
 
     # --- configuration ----------------------------------------------------
@@ -104,12 +108,21 @@ class Watcher:
         self.observer.reconfigure(policy, settings.interval, settings.full_resync, probe)
         if self.parts.weigher is not None:  # measured weights keep their last reading
             self.parts.weigher.interval = settings.weights_interval
+        self._configure_dhcp(settings, policy)
         self.budget = MoveBudget(
             settings.max_moves_per_minute,
             settings.disrupted_moves_per_minute,
             settings.max_moves_per_cycle,
             self.clock.monotonic(),
         )
+
+    def _configure_dhcp(self, settings: WatchSettings, policy: HealthPolicy) -> None:
+        if not settings.dhcp or self.parts.dhcp_cloud is None:
+            self.dhcp = None
+            return
+        if self.dhcp is None:
+            self.dhcp = DhcpWatch(self.parts.dhcp_cloud, self.parts.journal, self.clock, policy)
+        self.dhcp.reconfigure(policy, settings.dhcp_agents_per_network, settings.full_resync)
 
     def request_stop(self) -> None:
         """SIGTERM: finish what is in flight, then stop."""
@@ -169,6 +182,8 @@ class Watcher:
             decisions = decide(view.snapshot, view.verdicts, self.settings.auto_rebalance)
             if decisions:
                 acted = self._act(decisions, view)
+        if self.dhcp is not None:
+            self._dhcp_cycle(view, leader)
         seconds = self.clock.monotonic() - started
         self._after_cycle(view, acted, seconds)
 
@@ -260,6 +275,24 @@ class Watcher:
             acted = hands.act(later, view.verdicts, budget, acted)
         self.budget.spend(acted.moves_started, self.clock.monotonic())
         return acted
+
+    def _dhcp_cycle(self, view: View, leader: bool) -> None:
+        """The DHCP half: same judgement and gates, the budget the routers left (``--dhcp``)."""
+        assert self.dhcp is not None
+        now = self.clock.monotonic()
+        disrupted = sum(1 for v in view.verdicts.values() if v in _DISRUPTED)
+        done = self.dhcp.cycle(
+            now,
+            self.clock.wall().timestamp(),
+            may_act=leader and not view.halted and self._may_act(),
+            budget=self.budget.available(now, disrupted),
+            execution=self._exec(),
+            should_stop=lambda: not self._may_act(),
+        )
+        self.budget.spend(done.moves_started, self.clock.monotonic())
+        if self.parts.metrics is not None:
+            for (action, outcome), count in dhcp_moved_counts(done).items():
+                self.parts.metrics.count_move(action, outcome, count)
 
     # --- reporting --------------------------------------------------------
 

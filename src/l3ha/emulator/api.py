@@ -13,7 +13,9 @@ from typing import Any
 
 from l3ha.clock import Clock
 from l3ha.emulator import render
+from l3ha.emulator.api_dhcp import DhcpApi
 from l3ha.emulator.api_resources import ResourceApi
+from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import (
     Request,
@@ -43,6 +45,7 @@ AGENTS = CollectionSpec(
 EXTENSIONS = [
     ("agent", "agent", "The agent management extension."),
     ("l3_agent_scheduler", "L3 Agent Scheduler", "Schedule routers among l3 agents"),
+    ("dhcp_agent_scheduler", "DHCP Agent Scheduler", "Schedule networks among dhcp agents"),
     ("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding"),
     ("ext-gw-mode", "Neutron L3 Configurable external gateway mode", "Extension of the router"),
     ("l3-ha", "HA Router extension", "Adds HA capability to routers."),
@@ -66,7 +69,8 @@ EXTENSIONS = [
     ("fip-port-details", "Floating IP Port Details Extension", "Add port_details attribute."),
 ]
 EXTENSION_UPDATED = "2017-01-01T00:00:00-00:00"
-EXTENSION_UPDATED_BY_ALIAS = {"l3_agent_scheduler": "2013-02-07T10:00:00-00:00"}
+EXTENSION_UPDATED_BY_ALIAS = {"l3_agent_scheduler": "2013-02-07T10:00:00-00:00",
+                              "dhcp_agent_scheduler": "2013-02-07T10:00:00-00:00"}
 DESCRIPTION_MAX = 255
 RESOURCES = ["networks", "subnets", "ports", "routers", "floatingips", "agents",
              "availability_zones", "extensions"]
@@ -83,6 +87,8 @@ class NeutronApi:
         self.clock = clock
         self.public = public
         self.resources = ResourceApi(self)
+        self.dhcp = DhcpApi(self)
+        self.subnets = SubnetApi(self)
 
     # --- entry ----------------------------------------------------------------
 
@@ -123,6 +129,8 @@ class NeutronApi:
         key = (parts[0], len(parts), method)
         if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "l3-routers":
             return self._l3_routers_route(len(parts), method)
+        if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "dhcp-networks":
+            return self.dhcp.agent_route(len(parts), method)
         if key in table:
             return table[key]
         return self.resources.route(parts, method)
@@ -233,7 +241,8 @@ class NeutronApi:
         agent = self.agent(agent_id)
         for router in list(agent.routers.values()):
             self.sim.unbind(router, agent)
-        self.sim.kill(agent)
+        self.sim.kill(agent, node=False)
+        self.dhcp.agent_deleted(agent)
         del self.world.agents[agent.id]
         if self.world.agents_by_host.get(agent.host) is agent:
             del self.world.agents_by_host[agent.host]

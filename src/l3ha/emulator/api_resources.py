@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator import render
+from l3ha.emulator.api_dhcp import dhcp_port_doc
+from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
 from l3ha.emulator.http_types import (
     Request,
     Response,
@@ -94,7 +96,13 @@ class ResourceApi:
             ("ports", 1, "GET"): self._list_ports,
             ("ports", 2, "GET"): self._show_port,
             ("networks", 1, "GET"): self._list_networks,
+            ("networks", 1, "POST"): self.api.dhcp.create_network,
+            ("networks", 3, "GET"): self._network_sub_route,
+            ("subnets", 1, "GET"): self.api.subnets.list,
+            ("subnets", 1, "POST"): self.api.subnets.create,
+            ("subnets", 2, "GET"): self.api.subnets.show,
             ("networks", 2, "GET"): self._show_network,
+            ("networks", 2, "DELETE"): self.api.dhcp.delete_network,
             ("floatingips", 1, "GET"): self._list_fips,
             ("floatingips", 2, "GET"): self._show_fip,
             ("availability_zones", 1, "GET"): self._list_azs,
@@ -279,39 +287,54 @@ class ResourceApi:
 
     # --- ports, networks, floating IPs, AZs -----------------------------------------------
 
-    def _port_records(self, req: Request) -> list[PortRec]:
+    def _port_records(self, req: Request) -> list[PortRec | DhcpPortRec]:
+        """The ports a list could match (its filters still apply): by device id, else
+        DHCP ports by network when only those are asked for, else every port."""
         device_ids = [v for k, v in req.params if k == "device_id" and v]
+        owners = {v for k, v in req.params if k == "device_owner" and v}
+        networks = [v for k, v in req.params if k == "network_id" and v]
+        if not device_ids and owners == {OWNER_DHCP} and networks:
+            by_network = self.world.dhcp.ports_by_network
+            return [p for n in dict.fromkeys(networks) for p in by_network.get(n, [])]
         if not device_ids:
-            return list(self.world.ports.values())
-        records: list[PortRec] = []
+            return [*self.world.ports.values(), *self.world.dhcp.ports.values()]
+        records: list[PortRec | DhcpPortRec] = []
         for device_id in dict.fromkeys(device_ids):
             router = self.world.routers.get(device_id)
             if router is not None:
                 records.extend(router.ports)
                 records.extend(r.ha_port for r in router.bindings.values() if r.ha_port)
+        wanted = set(device_ids)
+        records.extend(p for p in self.world.dhcp.ports.values() if p.device_id in wanted)
         return records
 
     def _list_ports(self, req: Request) -> Response:
         fixed = [v for k, v in req.params if k == "fixed_ips" and v]
         params = [(k, v) for k, v in req.params if k != "fixed_ips"]
         records = [p for p in self._port_records(req) if _fixed_ip_match(p, fixed)]
-        return ok(list_collection(records, render.port_doc, lambda p: p.id, params, PORTS,
+        return ok(list_collection(records, any_port_doc, lambda p: p.id, params, PORTS,
                                   self.api.collection_url(req),
                                   marker_exists=self._port_marker))
 
     def _port_marker(self, marker: str) -> bool:
-        if marker not in self.world.ports:
+        if marker not in self.world.ports and marker not in self.world.dhcp.ports:
             raise ApiError(404, "PortNotFound", f"Port {marker} could not be found.")
         return True
 
     def _show_port(self, req: Request, port_id: str) -> Response:
-        port = self.world.ports.get(port_id)
+        port: PortRec | DhcpPortRec | None = (self.world.ports.get(port_id)
+                                               or self.world.dhcp.ports.get(port_id))
         if port is None:
             raise ApiError(404, "PortNotFound", f"Port {port_id} could not be found.")
-        return ok({"port": self._only(req, render.port_doc(port))})
+        return ok({"port": self._only(req, any_port_doc(port))})
+
+    def _network_sub_route(self, req: Request, net_id: str, sub: str) -> Response:
+        if sub != "dhcp-agents":
+            raise not_found_path()
+        return self.api.dhcp.hosting_agents(req, net_id, sub)
 
     def _list_networks(self, req: Request) -> Response:
-        return ok(list_collection(list(self.world.networks.values()), render.network_doc,
+        return ok(list_collection(list(self.world.networks.values()), self.api.dhcp.network_doc,
                                   lambda n: n.id, req.params, NETWORKS,
                                   self.api.collection_url(req),
                                   marker_exists=self._network_marker))
@@ -325,7 +348,7 @@ class ResourceApi:
         net = self.world.networks.get(net_id)
         if net is None:
             raise ApiError(404, "NetworkNotFound", f"Network {net_id} could not be found.")
-        return ok({"network": self._only(req, render.network_doc(net))})
+        return ok({"network": self._only(req, self.api.dhcp.network_doc(net))})
 
     def _list_fips(self, req: Request) -> Response:
         public = self.api.public
@@ -354,7 +377,11 @@ def check_tag(tag: Any) -> None:
                        "valid tag.")
 
 
-def _fixed_ip_match(port: PortRec, filters: list[str]) -> bool:
+def any_port_doc(port: PortRec | DhcpPortRec) -> Doc:
+    return dhcp_port_doc(port) if isinstance(port, DhcpPortRec) else render.port_doc(port)
+
+
+def _fixed_ip_match(port: PortRec | DhcpPortRec, filters: list[str]) -> bool:
     for item in filters:
         key, _, value = item.partition("=")
         if key == "ip_address" and port.ip != value:

@@ -6,7 +6,11 @@ Layout (deterministic for a seed):
   (M = max(2, azs), AZs round-robin) host the DVR routers' SNAT part, and one
   ``compute-1`` agent in ``dvr`` mode stands for the compute nodes (no router
   may be bound to it by hand, as in Neutron).
-- ``dhcp_agents`` DHCP agents on ``net-1``, ``net-2``, ... (non-L3, for realism).
+- ``dhcp_agents`` DHCP agents on ``net-1``, ``net-2``, ... (``dhcp_host_prefix``; by
+  default the L3 agents' hosts, same AZs), and ``networks`` tenant networks
+  ``tenant-net-0001``... with one DHCP subnet each, network i bound to
+  ``dhcp_agents_per_network`` consecutive DHCP agents from agent i, set up, its DHCP
+  ports ACTIVE (see ``build_dhcp``).
 - Routers ``router-0001``...: the first ``ha_routers`` are HA with replicas on
   ``ha_replicas`` consecutive agents (consecutive agents sit in different AZs),
   the next ``dvr_routers`` are distributed, the rest legacy; routers are spread
@@ -20,6 +24,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from l3ha.emulator import build_dhcp
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.world import (
     BUSY_TAG,
@@ -59,7 +64,8 @@ def build_world(cfg: EmulatorConfig, now: datetime) -> Built:
         snat = _add_agents(world, "snat", max(2, cfg.azs), cfg.azs, "dvr_snat", now)
         _add_agents(world, "compute", 1, cfg.azs, "dvr", now)
     for i in range(cfg.dhcp_agents):
-        world.add_agent(f"net-{i + 1}", f"az{i % cfg.azs + 1}", DHCP_AGENT, "", now)
+        world.add_agent(f"{cfg.dhcp_host_prefix}-{i + 1}", f"az{i % cfg.azs + 1}", DHCP_AGENT,
+                        "", now)
     busy = set(random.Random(cfg.seed).sample(range(cfg.routers), cfg.busy))
     created = now - timedelta(days=1)
     for i in range(cfg.routers):
@@ -70,6 +76,7 @@ def build_world(cfg: EmulatorConfig, now: datetime) -> Built:
         router.weight = router_weight(router.tags)
         _place(world, cfg, router, legacy, snat, ha_net, created)
         _add_ports(world, router, public, created)
+    build_dhcp.add_tenant_networks(world, cfg, created)
     return Built(world, public, ha_net)
 
 

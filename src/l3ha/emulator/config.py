@@ -37,8 +37,20 @@ class EmulatorConfig:
     ha_takeover_time: float = 7.0
     # Busy weight an agent carries before its routers stop forwarding.
     agent_capacity: int = 1000
-    # Extra non-L3 agents (a "DHCP agent" on net-1, net-2, ...) for API realism.
+    # DHCP agents on <dhcp_host_prefix>-1, -2, ... (by default the L3 agents' hosts, so a
+    # killed node takes both down) and tenant networks with a DHCP subnet, each bound to
+    # dhcp_agents_per_network agents (Neutron's default 1); see ``sim_dhcp``.
     dhcp_agents: int = 0
+    networks: int = 0
+    dhcp_agents_per_network: int = 1
+    dhcp_host_prefix: str = "net"
+    # Seconds a DHCP agent needs to set one network up, and networks it sets up at once
+    # (neutron's num_sync_threads).
+    dhcp_network_time: float = 1.0
+    dhcp_concurrency: int = 4
+    # Neutron's network_auto_schedule (default on): a DHCP agent's resync and the DHCP
+    # failover top networks up to dhcp_agents_per_network.
+    network_auto_schedule: bool = True
     # Replicas per HA router (Neutron's max_l3_agents_per_router, capped by agents).
     ha_replicas: int = 2
     # Agents a new HA router created through the API is scheduled to (Neutron's default 3).
@@ -103,6 +115,20 @@ class EmulatorConfig:
         for name in ("port", "dataplane_port"):
             if not 0 <= getattr(self, name) <= 65535:
                 raise ValueError(f"{name} must be 0..65535, not {getattr(self, name)}")
+        self._validate_dhcp()
+
+    def _validate_dhcp(self) -> None:
+        if not math.isfinite(self.dhcp_network_time) or self.dhcp_network_time < 0:
+            raise ValueError(f"dhcp_network_time must be a finite number, 0 or more, not "
+                             f"{self.dhcp_network_time}")
+        if not 0 <= self.networks <= 16384:
+            raise ValueError(f"networks must be 0..16384, not {self.networks}")
+        for name in ("dhcp_agents_per_network", "dhcp_concurrency"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
+        prefix = self.dhcp_host_prefix
+        if not prefix or any(c.isspace() or c == "/" for c in prefix):
+            raise ValueError(f"dhcp_host_prefix must be a host name prefix, not {prefix!r}")
 
     def warnings(self) -> list[str]:
         """Settings that are valid but make a cloud behave oddly, one sentence each."""
@@ -118,6 +144,11 @@ class EmulatorConfig:
                 f"ha_replicas {self.ha_replicas} is below max_l3_agents_per_router "
                 f"{self.max_l3_agents_per_router}: the next agent full resync adds a replica "
                 "of every HA router to that agent (router_auto_schedule)"
+            )
+        if self.networks and self.dhcp_agents_per_network > self.dhcp_agents:
+            notes.append(
+                f"dhcp_agents_per_network {self.dhcp_agents_per_network} is above dhcp_agents "
+                f"{self.dhcp_agents}: networks start with {self.dhcp_agents} DHCP agents each"
             )
         return notes
 

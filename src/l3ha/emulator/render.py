@@ -12,6 +12,7 @@ from typing import Any
 from l3ha.emulator import sim_ports
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import (
+    DHCP_AGENT,
     OWNER_DVR_INTERFACE,
     OWNER_HA_INTERFACE,
     AgentRec,
@@ -32,10 +33,12 @@ def iso_time(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _configurations(agent: AgentRec) -> Doc:
-    if not agent.is_l3:
+def _configurations(sim: Simulation, agent: AgentRec) -> Doc:
+    if agent.agent_type == DHCP_AGENT:  # the counts of its last state report
         return {"dhcp_driver": "neutron.agent.linux.dhcp.Dnsmasq", "dhcp_lease_duration": 86400,
-                "log_agent_heartbeats": False, "networks": 0, "ports": 0, "subnets": 0}
+                "log_agent_heartbeats": False, **sim.dhcp.configurations(agent)}
+    if not agent.is_l3:
+        return {"log_agent_heartbeats": False}
     return {
         "agent_mode": agent.mode,
         "ex_gw_ports": agent.ex_gw_ports,
@@ -63,7 +66,7 @@ def agent_doc(sim: Simulation, agent: AgentRec, now: datetime) -> Doc:
         "started_at": agent_time(agent.started_at),
         "heartbeat_timestamp": agent_time(agent.heartbeat),
         "alive": sim.is_alive(agent, now),
-        "configurations": _configurations(agent),
+        "configurations": _configurations(sim, agent),
         "description": agent.description,
         "availability_zone": agent.az,
         "resources_synced": None,
@@ -200,7 +203,8 @@ def port_doc(port: PortRec) -> Doc:
     }
 
 
-def network_doc(net: NetworkRec) -> Doc:
+def network_doc(net: NetworkRec, azs: list[str] | None = None) -> Doc:
+    """A network (``azs``: the AZs of its DHCP agents); no subnet id: no subnets."""
     return {
         "id": net.id,
         "name": net.name,
@@ -208,10 +212,10 @@ def network_doc(net: NetworkRec) -> Doc:
         "admin_state_up": True,
         "mtu": 1450 if not net.external else 1500,
         "status": "ACTIVE",
-        "subnets": [net.subnet_id],
+        "subnets": [net.subnet_id] if net.subnet_id else [],
         "shared": False,
-        "availability_zone_hints": [],
-        "availability_zones": [],
+        "availability_zone_hints": list(net.az_hints),
+        "availability_zones": list(azs or []),
         "ipv4_address_scope": None,
         "ipv6_address_scope": None,
         "router:external": net.external,

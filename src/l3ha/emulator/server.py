@@ -216,6 +216,9 @@ class Emulator:
                 "auto_failover_moves": self.sim.failover_moves,
                 "auto_failover": self.sim.failover.counters(),
                 "auto_scheduled": self.sim.scheduler.bound,
+                "dhcp": self.sim.dhcp.summary(),
+                "dhcp_agents": self.sim.dhcp.agent_rows(now),
+                "dhcp_auto_failover": self.sim.dhcp_failover.counters(),
                 "dataplane_port": self.listeners.port,
             }
 

@@ -29,7 +29,8 @@ Model:
   and only while it can report;
 - Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
   and router update (``router_auto_schedule``) in ``sim_schedule``, and when ports change
-  host and status in ``sim_ports``.
+  host and status in ``sim_ports``; DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``;
+- killing, reviving or partitioning an agent does it to every agent on its node.
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ from typing import Any
 from l3ha.clock import Clock
 from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.sim_dhcp import DhcpSimulation
+from l3ha.emulator.sim_dhcp_failover import NeutronDhcpFailover
 from l3ha.emulator.sim_failover import NeutronFailover
 from l3ha.emulator.sim_schedule import RouterScheduler
-from l3ha.emulator.world import AgentRec, NetworkRec, Replica, RouterRec, World
+from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec, World
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
 
@@ -67,6 +70,8 @@ class Simulation:
         self._outages = 0
         self.failover = NeutronFailover(self)
         self.scheduler = RouterScheduler(self)
+        self.dhcp = DhcpSimulation(self)
+        self.dhcp_failover = NeutronDhcpFailover(self)
 
     # --- event loop -----------------------------------------------------------
 
@@ -82,6 +87,8 @@ class Simulation:
             self.schedule(now + offset, self._heartbeat, agent)
         if self.cfg.neutron_auto_failover:
             self.failover.start()
+            if self.dhcp.agents():
+                self.dhcp_failover.start()
         for router in self.world.routers.values():
             router.since = self.clock.wall()
             router.reachable = router.admin_state_up and self.router_forwards(router)
@@ -146,6 +153,8 @@ class Simulation:
             if agent.cut_off:
                 self._reconnect(agent)
             agent.heartbeat = self.clock.wall()
+            if agent.agent_type == DHCP_AGENT:
+                self.dhcp.reported(agent)
             for router in agent.routers.values():
                 self._sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
@@ -168,6 +177,8 @@ class Simulation:
         agent.heartbeat = self.clock.wall()
         self.drop_stale(agent)
         self.scheduler.full_resync(agent)
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.resync(agent)
         waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
         for router in agent.routers.values():
             if not router.bindings[agent.id].processed and router.id not in waiting:
@@ -413,8 +424,15 @@ class Simulation:
 
     # --- faults and admin state ---------------------------------------------------------
 
-    def kill(self, agent: AgentRec) -> None:
-        """The node dies: no heartbeats, no processing, no forwarding, no stale copies."""
+    def kill(self, agent: AgentRec, node: bool = True) -> None:
+        """The node dies (``node``; else only this agent's process): no heartbeats, no
+        processing, no forwarding, no stale copies."""
+        for each in self.world.node_agents(agent) if node else [agent]:
+            self._kill_one(each)
+
+    def _kill_one(self, agent: AgentRec) -> None:
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.killed(agent)
         agent.running = False
         agent.cut_off = False
         agent.generation += 1
@@ -425,9 +443,13 @@ class Simulation:
         self.refresh_agent(agent)
 
     def revive(self, agent: AgentRec) -> None:
-        """The agent (re)starts: new started_at and a heartbeat at once. A dead node or
-        broken data plane comes back and resyncs every router (dark until processed); a
+        """The node's agents (re)start: new started_at and a heartbeat at once. A dead node
+        or broken data plane comes back and resyncs every router (dark until processed); a
         healthy one only restarts its process (routers keep forwarding)."""
+        for each in self.world.node_agents(agent):
+            self._revive_one(each)
+
+    def _revive_one(self, agent: AgentRec) -> None:
         healthy = agent.running and agent.dataplane_ok
         agent.running = True
         agent.dataplane_ok = True
@@ -446,6 +468,9 @@ class Simulation:
         if agent.admin_state_up == up:
             return
         agent.admin_state_up = up
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.admin_changed(agent)
+            return
         self._requeue_all(agent)
         if not up:
             agent.queue.clear()
@@ -461,8 +486,9 @@ class Simulation:
         self.refresh_agent(agent)
 
     def mgmt_partition(self, agent: AgentRec, seconds: float) -> None:
-        agent.partition_until = max(agent.partition_until, self.clock.monotonic() + seconds)
-        self._cut_off(agent, agent.partition_until)
+        for each in self.world.node_agents(agent):
+            each.partition_until = max(each.partition_until, self.clock.monotonic() + seconds)
+            self._cut_off(each, each.partition_until)
 
     def broker_outage(self, seconds: float, spread: float = 0.0) -> list[str]:
         """Every agent loses the bus for ``seconds``; they come back one by one over

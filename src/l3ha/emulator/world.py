@@ -15,6 +15,8 @@ import threading
 from collections import deque
 from datetime import datetime, timedelta
 
+from l3ha.emulator.dhcp_world import DhcpTables
+
 L3_AGENT = "L3 agent"
 DHCP_AGENT = "DHCP agent"
 BUSY_TAG = "l3ha:busy"
@@ -35,7 +37,7 @@ OWNER_FLOATINGIP = "network:floatingip"
 class NetworkRec:
     """A network with one subnet (enough for router ports)."""
 
-    __slots__ = ("cidr_base", "created_at", "external", "id", "name", "project_id",
+    __slots__ = ("az_hints", "cidr_base", "created_at", "external", "id", "name", "project_id",
                  "subnet_id")
 
     def __init__(self, net_id: str, subnet_id: str, name: str, cidr_base: str,  # noqa: PLR0917
@@ -47,6 +49,7 @@ class NetworkRec:
         self.external = external
         self.project_id = project_id
         self.created_at = created_at
+        self.az_hints: list[str] = []
 
 
 class AgentRec:
@@ -220,6 +223,7 @@ class World:
         self.ports: dict[str, PortRec] = {}
         self.networks: dict[str, NetworkRec] = {}
         self.fips: dict[str, FipRec] = {}
+        self.dhcp = DhcpTables()
         self._routers_by_id: list[RouterRec] | None = None
 
     # --- ids and addresses --------------------------------------------------
@@ -255,6 +259,9 @@ class World:
         self.agents[agent.id] = agent
         if agent.is_l3:
             self.agents_by_host[host] = agent
+        elif agent_type == DHCP_AGENT:  # a DHCP-only node is found by its host too
+            self.dhcp.add_agent(agent)
+            self.agents_by_host.setdefault(host, agent)
         return agent
 
     def add_router(self, name: str, network: NetworkRec, now: datetime) -> RouterRec:
@@ -339,6 +346,11 @@ class World:
     def touch(self, router: RouterRec, now: datetime) -> None:
         router.updated_at = now
         router.revision += 1
+
+    def node_agents(self, agent: AgentRec) -> list[AgentRec]:
+        """The agent and the other agents on its host (a node runs an L3 and a DHCP agent)."""
+        others = (self.agents_by_host.get(agent.host), self.dhcp.agents_by_host.get(agent.host))
+        return [agent, *(a for a in others if a is not None and a is not agent)]
 
     def l3_agents(self) -> list[AgentRec]:
         return [a for a in self.agents.values() if a.is_l3]

@@ -10,6 +10,7 @@ run their evacuations and drains again for what they had not reached.
 from __future__ import annotations
 
 from l3ha.executor import recover
+from l3ha.executor.dhcp_steps import is_dhcp_operation
 from l3ha.journal import OperationRecord
 from l3ha.operations.context import OperationContext
 
@@ -19,14 +20,16 @@ def finish_interrupted(ctx: OperationContext, dry_run: bool) -> tuple[bool, list
     and the operations that were interrupted."""
     if ctx.journal is None:
         return True, []
-    unfinished = ctx.journal.unfinished_operations()
+    unfinished = [
+        op for op in ctx.journal.unfinished_operations() if not is_dhcp_operation(op.kind)
+    ]  # DHCP operations are finished by l3ha.operations.dhcp
     if not unfinished:
         return True, []
     for op in unfinished:
         ctx.notify(
             f"operation {op.id} ({op.kind}, started {op.started}) was interrupted; finishing it"
         )
-    results = recover(ctx.cloud, ctx.journal, ctx.clock, dry_run=dry_run)
+    results = recover(ctx.cloud, ctx.journal, ctx.clock, operations=unfinished, dry_run=dry_run)
     for result in results:
         row = result.as_row()
         ctx.notify(

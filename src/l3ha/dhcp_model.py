@@ -1,0 +1,236 @@
+"""The DHCP side of the cloud: networks, their DHCP agents, DHCP ports, plans. Pure.
+
+A network node runs a DHCP agent next to its L3 agent. Neutron schedules
+each network (with a DHCP-enabled subnet) to ``dhcp_agents_per_network``
+DHCP agents (default 1); each binding gets one DHCP port (``device_owner``
+``network:dhcp``, ``binding:host_id`` the agent's host) that turns ACTIVE once
+the agent has set the network up. DHCP agents are ``l3ha.model.Agent`` objects
+(their ``mode`` is meaningless and stays ``legacy``), so the health module and
+the fleet gates judge them exactly as they judge L3 agents.
+
+Every object is frozen; agent references (host name, id, id prefix) are
+resolved here with one-line errors, and an L3 agent given where a DHCP agent
+is expected is named as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+
+from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
+from l3ha.model import Agent
+
+DHCP_AGENT_TYPE = "DHCP agent"
+DHCP_PORT_OWNER = "network:dhcp"
+#: The ``device_id`` Neutron gives a DHCP port it keeps after removing its network from an agent.
+RESERVED_DEVICE_ID = "reserved_dhcp_port"
+#: Neutron's default ``dhcp_agents_per_network``.
+DEFAULT_AGENTS_PER_NETWORK = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    """One Neutron network and what DHCP placement cares about.
+
+    ``needs_dhcp``: it has a subnet with DHCP enabled (Neutron schedules only
+    those networks; one without is not an audit finding when unhosted).
+    """
+
+    id: str
+    name: str = ""
+    availability_zone_hints: tuple[str, ...] = ()
+    project_id: str = ""
+    admin_state_up: bool = True
+    needs_dhcp: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpBinding:
+    """Network ``network_id`` is scheduled to DHCP agent ``agent_id``."""
+
+    network_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpPort:
+    """One DHCP port: its network, the host it is bound to and its status."""
+
+    id: str
+    network_id: str
+    host: str
+    status: str
+    device_id: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.status == "ACTIVE"
+
+    @property
+    def reserved(self) -> bool:
+        """Kept by Neutron after its network left the agent (still bound to the old host)."""
+        return self.device_id == RESERVED_DEVICE_ID
+
+
+@dataclass(frozen=True, slots=True)
+class OtherAgent:
+    """An agent of another type (L3, Open vSwitch, ...): kept to name it in errors."""
+
+    id: str
+    host: str
+    agent_type: str
+
+
+@dataclass(frozen=True)
+class DhcpSnapshot:
+    """DHCP agents, networks, bindings and DHCP ports as observed at one moment."""
+
+    agents: tuple[Agent, ...]
+    networks: tuple[Network, ...]
+    bindings: tuple[DhcpBinding, ...]
+    ports: tuple[DhcpPort, ...] = ()
+    other_agents: tuple[OtherAgent, ...] = ()
+    observed_at: str = ""
+
+    @cached_property
+    def agents_by_id(self) -> Mapping[str, Agent]:
+        return {a.id: a for a in self.agents}
+
+    @cached_property
+    def networks_by_id(self) -> Mapping[str, Network]:
+        return {n.id: n for n in self.networks}
+
+    @cached_property
+    def _by_network(self) -> Mapping[str, tuple[str, ...]]:
+        index: dict[str, list[str]] = {}
+        for b in self.bindings:
+            index.setdefault(b.network_id, []).append(b.agent_id)
+        return {k: tuple(sorted(v)) for k, v in index.items()}
+
+    @cached_property
+    def _by_agent(self) -> Mapping[str, tuple[str, ...]]:
+        index: dict[str, list[str]] = {}
+        for b in self.bindings:
+            index.setdefault(b.agent_id, []).append(b.network_id)
+        return {k: tuple(sorted(v)) for k, v in index.items()}
+
+    @cached_property
+    def _ports_by_host(self) -> Mapping[str, int]:
+        counts: dict[str, int] = {}
+        for p in self.ports:
+            if not p.reserved:
+                counts[p.host] = counts.get(p.host, 0) + 1
+        return counts
+
+    def agents_of_network(self, network_id: str) -> tuple[str, ...]:
+        """Ids of the DHCP agents hosting one network (sorted)."""
+        return self._by_network.get(network_id, ())
+
+    def networks_of_agent(self, agent_id: str) -> tuple[str, ...]:
+        """Ids of the networks one DHCP agent hosts (sorted)."""
+        return self._by_agent.get(agent_id, ())
+
+    def ports_on_host(self, host: str) -> int:
+        """DHCP ports an agent on ``host`` owns (reserved leftovers of removed networks not)."""
+        return self._ports_by_host.get(host, 0)
+
+    def serving_agents(self, network_id: str) -> tuple[str, ...]:
+        """The hosting agents that serve the network now: alive and enabled."""
+        return tuple(
+            a for a in self.agents_of_network(network_id) if usable(self.agents_by_id.get(a))
+        )
+
+    def find_agent(self, ref: str) -> Agent:
+        """Resolve a DHCP agent given by id, host name or unique id prefix (4+ characters)."""
+        return resolve_dhcp_agent(self.agents, self.other_agents, ref)
+
+
+def usable(agent: Agent | None) -> bool:
+    """Whether an agent serves DHCP now: alive and enabled."""
+    return agent is not None and agent.alive and agent.admin_state_up
+
+
+def resolve_dhcp_agent(
+    agents: tuple[Agent, ...], others: tuple[OtherAgent, ...], ref: str
+) -> Agent:
+    """One DHCP agent by id, host or id prefix; ``NotFoundError``/``AmbiguousError`` otherwise.
+
+    An id (or unique prefix) of an agent of another type is refused by name:
+    "agent X is not a DHCP agent (it is the L3 agent on HOST)".
+    """
+    ref = ref.strip()
+    exact = [a for a in agents if a.id == ref] or [a for a in agents if a.host == ref]
+    if len(exact) == 1:
+        return exact[0]
+    if exact:
+        raise AmbiguousError(
+            f"host {ref!r} has several DHCP agents: {candidates_text(a.id for a in exact)}; "
+            "give the agent id"
+        )
+    _refuse_other_type(others, ref)
+    if len(ref) >= 4:
+        by_prefix = [a for a in agents if a.id.startswith(ref)]
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        if by_prefix:
+            raise AmbiguousError(
+                f"agent id prefix {ref!r} is ambiguous: {candidates_text(a.id for a in by_prefix)}"
+            )
+    near = [a.host for a in agents if ref.lower() in a.host.lower()]
+    hint = (
+        f"; did you mean: {candidates_text(near)}"
+        if near
+        else f"; DHCP agents on: {candidates_text(a.host for a in agents)}"
+    )
+    raise NotFoundError(f"no DHCP agent with host or id {ref!r}{hint}")
+
+
+def _refuse_other_type(others: tuple[OtherAgent, ...], ref: str) -> None:
+    matches = [o for o in others if o.id == ref or (len(ref) >= 4 and o.id.startswith(ref))]
+    if len(matches) == 1:
+        other = matches[0]
+        raise NotFoundError(
+            f"agent {ref!r} is not a DHCP agent (it is the {other.agent_type} on {other.host})"
+        )
+
+
+class DhcpMoveKind(StrEnum):
+    """What one step of a DHCP plan does to a network's agents."""
+
+    MOVE = "dhcp_move"  # add to target, wait for its port ACTIVE, then remove from source
+    ADD = "dhcp_add"  # add one more copy on target (the network is below its count)
+    REMOVE = "dhcp_remove"  # remove a copy the network does not need (repair --trim)
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpMove:
+    """One change to one network, with the reason an operator will read."""
+
+    network_id: str
+    kind: DhcpMoveKind
+    target: str | None = None
+    source: str | None = None
+    reason: str = ""
+    #: The source was planned as dead or disabled: skip the move if it is usable again.
+    source_down: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpUnplaceable:
+    """A network the planner could not give a copy, and why."""
+
+    network_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DhcpPlan:
+    """Ordered DHCP moves of one action, plus what could not be placed."""
+
+    action: str
+    moves: tuple[DhcpMove, ...] = ()
+    unplaceable: tuple[DhcpUnplaceable, ...] = ()
+    warnings: tuple[str, ...] = ()

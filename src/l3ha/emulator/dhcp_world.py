@@ -1,0 +1,214 @@
+"""The emulated cloud's DHCP records: network <-> DHCP agent bindings and DHCP ports. Pure.
+
+Held by ``World.dhcp``; callers hold ``World.lock``. What Neutron stores and how it is
+kept here (neutron/db/agentschedulers_db.py, neutron/api/rpc/handlers/dhcp_rpc.py):
+
+- a binding (``networkdhcpagentbindings``) says a DHCP agent hosts a network; the
+  agent-side state (``processed``: the agent has set the network up) rides along;
+- a DHCP port (``device_owner network:dhcp``) is created by the agent when it sets a
+  network up, with ``device_id`` ``dhcp<uuid5(host)>-<network id>`` and
+  ``binding:host_id`` its host; removing the network from the agent does not delete
+  it: the server re-labels it ``device_id reserved_dhcp_port`` ("so the IP is reused
+  on a subsequent add") and the next agent to set the network up claims it;
+- per agent, what its state reports carry: networks, subnets and ports of the networks
+  it has set up (the agent's cache), and ``load`` — the networks count of its last
+  report, which the WeightScheduler sorts candidates by.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from l3ha.emulator.world import AgentRec, NetworkRec
+
+OWNER_DHCP = "network:dhcp"
+RESERVED_DEVICE_ID = "reserved_dhcp_port"
+
+
+def dhcp_device_id(network_id: str, host: str) -> str:
+    """Neutron's ``get_dhcp_agent_device_id``: ``dhcp<uuid5(DNS, short host)>-<network>``."""
+    host_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, host.split(".", maxsplit=1)[0])
+    return f"dhcp{host_uuid}-{network_id}"
+
+
+class DhcpPortRec:
+    """A DHCP port of one network."""
+
+    __slots__ = (
+        "created_at",
+        "device_id",
+        "host",
+        "id",
+        "ip",
+        "mac",
+        "network",
+        "revision",
+        "status",
+        "updated_at",
+    )
+
+    def __init__(  # noqa: PLR0917
+        self,
+        port_id: str,
+        mac: str,
+        network: NetworkRec,
+        ip: str,
+        device_id: str,
+        host: str,
+        now: datetime,
+    ) -> None:
+        self.id = port_id
+        self.mac = mac
+        self.network = network
+        self.ip = ip
+        self.device_id = device_id
+        self.host = host
+        self.status = "DOWN"
+        self.created_at = now
+        self.updated_at = now
+        self.revision = 1
+
+
+class DhcpBinding:
+    """A network's binding to one DHCP agent, with what the agent has done with it."""
+
+    __slots__ = ("agent", "network", "processed")
+
+    def __init__(self, network: NetworkRec, agent: AgentRec) -> None:
+        self.network = network
+        self.agent = agent
+        self.processed = False
+
+
+class DhcpAgentWork:
+    """One DHCP agent's processing state (its resource queue and its cache)."""
+
+    __slots__ = (
+        "generation",
+        "inflight",
+        "load",
+        "queue",
+        "reported",
+        "serving",
+        "stale",
+        "sync_queue",
+    )
+
+    def __init__(self) -> None:
+        self.queue: deque[str] = deque()  # RPC-added networks (processed first)
+        self.sync_queue: deque[str] = deque()  # full-resync work
+        self.inflight: dict[str, float] = {}
+        self.generation = 0
+        # networks removed while the agent was cut off: it still serves them
+        self.stale: set[str] = set()
+        # networks the agent has set up (its cache): what its reports count
+        self.serving: set[str] = set()
+        # its last state report's counts, and their networks count (the scheduler's "load")
+        self.reported = {"networks": 0, "subnets": 0, "ports": 0}
+        self.load = 0
+
+
+class DhcpTables:
+    """Every DHCP binding and port, indexed both ways."""
+
+    def __init__(self) -> None:
+        self.tenant_networks: dict[str, NetworkRec] = {}  # networks with a DHCP subnet
+        self.by_network: dict[str, dict[str, DhcpBinding]] = {}
+        self.by_agent: dict[str, dict[str, DhcpBinding]] = {}
+        self.ports: dict[str, DhcpPortRec] = {}
+        self.ports_by_network: dict[str, list[DhcpPortRec]] = {}
+        self.work: dict[str, DhcpAgentWork] = {}
+        self.agents_by_host: dict[str, AgentRec] = {}
+
+    # --- agents and networks --------------------------------------------------------
+
+    def add_agent(self, agent: AgentRec) -> None:
+        self.agents_by_host[agent.host] = agent
+        self.by_agent[agent.id] = {}
+        self.work[agent.id] = DhcpAgentWork()
+
+    def forget_agent(self, agent: AgentRec) -> list[DhcpBinding]:
+        """The agent record is deleted: its bindings go (cascade); return them."""
+        gone = list(self.by_agent.pop(agent.id, {}).values())
+        for binding in gone:
+            self.by_network.get(binding.network.id, {}).pop(agent.id, None)
+        self.work.pop(agent.id, None)
+        if self.agents_by_host.get(agent.host) is agent:
+            del self.agents_by_host[agent.host]
+        return gone
+
+    def add_dhcp_network(self, network: NetworkRec) -> None:
+        """A network with a DHCP-enabled subnet: one Neutron schedules to DHCP agents."""
+        self.tenant_networks[network.id] = network
+
+    def forget_network(self, network: NetworkRec) -> None:
+        self.tenant_networks.pop(network.id, None)
+        self.by_network.pop(network.id, None)
+        for port in self.ports_by_network.pop(network.id, []):
+            self.ports.pop(port.id, None)
+
+    def bindings_of(self, network_id: str) -> dict[str, DhcpBinding]:
+        return self.by_network.get(network_id, {})
+
+    def networks_of(self, agent: AgentRec) -> dict[str, DhcpBinding]:
+        return self.by_agent.get(agent.id, {})
+
+    # --- bindings -----------------------------------------------------------------
+
+    def bind(self, network: NetworkRec, agent: AgentRec) -> DhcpBinding:
+        binding = DhcpBinding(network, agent)
+        self.by_network.setdefault(network.id, {})[agent.id] = binding
+        self.by_agent.setdefault(agent.id, {})[network.id] = binding
+        return binding
+
+    def unbind(self, network: NetworkRec, agent: AgentRec) -> DhcpBinding | None:
+        binding = self.by_network.get(network.id, {}).pop(agent.id, None)
+        if binding is not None:
+            self.by_agent.get(agent.id, {}).pop(network.id, None)
+        return binding
+
+    # --- ports --------------------------------------------------------------------
+
+    def port_of(self, network: NetworkRec, host: str) -> DhcpPortRec | None:
+        """The port whose device id is ``host``'s DHCP device id for ``network``."""
+        device_id = dhcp_device_id(network.id, host)
+        return next(
+            (p for p in self.ports_by_network.get(network.id, []) if p.device_id == device_id), None
+        )
+
+    def reserved_port(self, network: NetworkRec) -> DhcpPortRec | None:
+        return next(
+            (
+                p
+                for p in self.ports_by_network.get(network.id, [])
+                if p.device_id == RESERVED_DEVICE_ID
+            ),
+            None,
+        )
+
+    def add_port(self, port: DhcpPortRec) -> None:
+        self.ports[port.id] = port
+        self.ports_by_network.setdefault(port.network.id, []).append(port)
+
+    def delete_port(self, port: DhcpPortRec) -> None:
+        self.ports.pop(port.id, None)
+        ports = self.ports_by_network.get(port.network.id, [])
+        if port in ports:
+            ports.remove(port)
+
+    def network_ports(self, network_id: str) -> int:
+        return len(self.ports_by_network.get(network_id, []))
+
+    # --- what an agent's state report carries ----------------------------------------
+
+    def report(self, agent: AgentRec) -> dict[str, int]:
+        """``networks``, ``subnets`` and ``ports`` of the networks the agent has set up."""
+        work = self.work.get(agent.id)
+        serving = work.serving if work is not None else set()
+        subnets = sum(1 for n in serving if n in self.tenant_networks)
+        ports = sum(self.network_ports(n) for n in serving)
+        return {"networks": len(serving), "subnets": subnets, "ports": ports}

@@ -1,0 +1,445 @@
+"""The DHCP executor: runs a DHCP plan make before break. I/O: cloud, journal, threads.
+
+The one place that changes Neutron's DHCP scheduling. For each move, in plan
+order, within the same budgets as router moves (``ExecutorOptions``: at most
+``concurrency`` writing at once, ``per_target_inflight`` networks per target
+not yet ACTIVE, a token bucket of moves started per second):
+
+1. re-check the network's agents (skip it when it left the source, or when
+   a source the plan saw dead or disabled is alive and enabled again);
+2. journal the intent, add the network to the target, read it back;
+3. wait (holding no write slot) until the target's DHCP port is ACTIVE — one
+   poller asks for the ports of every waiting network in a few batched
+   requests;
+4. then remove the copy on the source, only while another live agent serves
+   the network with an ACTIVE port (``DhcpWriter.remove``).
+
+A target that refuses the add is replaced by the next fallback target. A
+port not ACTIVE by ``port_timeout`` leaves the source copy in place
+(``pending``). Dry run writes nothing and reports the plan. ``should_stop``
+is asked before each move starts; moves in flight finish.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from l3ha.clock import Clock
+from l3ha.cloud.dhcp_base import DhcpCloud
+from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
+from l3ha.errors import BadInputError, L3haError
+from l3ha.executor.dhcp_steps import DhcpWriter, SkipMoveError, journal_move, serving_port
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.ratelimit import TargetSlots, TokenBucket
+from l3ha.journal import Journal, OperationStatus
+from l3ha.model import Agent
+
+log = logging.getLogger(__name__)
+
+#: Fallback targets tried after the planned one refuses.
+MAX_FALLBACKS = 2
+
+
+class DhcpOutcome(StrEnum):
+    """How one DHCP move ended."""
+
+    PLANNED = "planned"  # dry run
+    MOVED = "moved"  # on the target with an ACTIVE port, removed from the source
+    ADDED = "added"  # one more copy, its port ACTIVE
+    REMOVED = "removed"  # a copy removed (another live agent serves the network)
+    PENDING = "pending"  # added, port not ACTIVE in time: the source copy is kept (warning)
+    SKIPPED = "skipped"  # not needed or not allowed any more (see reason)
+    FAILED = "failed"  # not done; the network keeps the copies it had
+
+
+BAD_DHCP_OUTCOMES = frozenset({DhcpOutcome.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpMoveResult:
+    """The outcome of one planned DHCP move; ``target`` is where the copy went."""
+
+    move: DhcpMove
+    outcome: DhcpOutcome
+    reason: str = ""
+    target: str | None = None
+    seconds: float = 0.0
+
+    def as_row(self) -> dict[str, object]:
+        return {
+            "network": self.move.network_id,
+            "kind": self.move.kind.value,
+            "source": self.move.source or "",
+            "target": self.target or self.move.target or "",
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class DhcpRunResult:
+    """Every DHCP move's outcome in plan order, the unplaced networks, the operation id."""
+
+    action: str
+    results: tuple[DhcpMoveResult, ...]
+    operation_id: int | None = None
+    dry_run: bool = False
+    seconds: float = 0.0
+    unplaced: tuple[DhcpUnplaceable, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(r.outcome for r in self.results)
+        counts = {o.value: counted.get(o, 0) for o in DhcpOutcome}
+        counts["unplaced"] = len(self.unplaced)
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        return not self.unplaced and not any(r.outcome in BAD_DHCP_OUTCOMES for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "action": self.action,
+            "operation": self.operation_id,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "counts": self.counts(),
+            "moves": [r.as_row() for r in self.results],
+            "unplaced": [{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
+        }
+
+
+@dataclass
+class _Waiting:
+    index: int
+    move_id: int
+    target: Agent
+    deadline: float
+    started: float
+    port_seen: bool = False  # the poller saw the target's DHCP port ACTIVE
+
+
+@dataclass
+class _Run:
+    """State shared by the dispatcher, the workers and the poller; guarded by ``cond``."""
+
+    moves: Sequence[DhcpMove]
+    move_ids: list[int]
+    results: list[DhcpMoveResult | None]
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    waiting: dict[int, _Waiting] = field(default_factory=dict)
+    busy_networks: set[str] = field(default_factory=set)
+    open_count: int = 0
+    dispatching: bool = True
+
+
+class DhcpExecutor:
+    """Runs DHCP plans; see the module docstring."""
+
+    def __init__(
+        self,
+        cloud: DhcpCloud,
+        journal: Journal | None,
+        clock: Clock,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.cloud = cloud
+        self.journal = journal
+        self.clock = clock
+        self.options = options or ExecutorOptions()
+        self.slots = TargetSlots(self.options.per_target_inflight)
+        self._bucket = TokenBucket(self.options.rate, self.options.bucket_burst, clock)
+
+    def run(
+        self,
+        plan: DhcpPlan,
+        agents: Mapping[str, Agent],
+        *,
+        fallbacks: Callable[[DhcpMove], Sequence[str]] | None = None,
+        require_dead_source: bool = False,
+        args: Mapping[str, object] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> DhcpRunResult:
+        """Execute ``plan``; ``agents``: every DHCP agent by id (for hosts and messages).
+
+        ``require_dead_source``: skip a move whose source the plan saw dead or
+        disabled (``DhcpMove.source_down``) once it is alive and enabled again
+        (safety rule 5; off for ``--force``).
+        """
+        if self.options.dry_run:
+            planned = tuple(
+                DhcpMoveResult(m, DhcpOutcome.PLANNED, m.reason, m.target) for m in plan.moves
+            )
+            return DhcpRunResult(plan.action, planned, None, True, unplaced=plan.unplaceable)
+        if self.journal is None:
+            raise BadInputError("the executor needs a journal unless it is a dry run")
+        started = self.clock.monotonic()
+        op_id, move_ids = self.journal.begin_operation(
+            plan.action, dict(args or {}), [journal_move(m) for m in plan.moves]
+        )
+        state = _Run(plan.moves, move_ids, [None] * len(plan.moves))
+        try:
+            self._execute(state, agents, fallbacks, require_dead_source, should_stop)
+        except BaseException:
+            self.journal.abandon(op_id)
+            raise
+        results = tuple(r for r in state.results if r is not None)
+        run = DhcpRunResult(
+            plan.action, results, op_id, False, self.clock.monotonic() - started, plan.unplaceable
+        )
+        status = OperationStatus.DONE if run.ok else OperationStatus.FAILED
+        self.journal.finish_operation(op_id, status, json.dumps(run.counts()))
+        return run
+
+    # --- dispatching ------------------------------------------------------------
+
+    def _execute(
+        self,
+        state: _Run,
+        agents: Mapping[str, Agent],
+        fallbacks: Callable[[DhcpMove], Sequence[str]] | None,
+        require_dead_source: bool,
+        should_stop: Callable[[], bool] | None,
+    ) -> None:
+        assert self.journal is not None
+        writer = DhcpWriter(self.cloud, self.journal)
+        work = _Work(
+            self, writer, state, agents, fallbacks, require_dead_source=require_dead_source
+        )
+        poller = threading.Thread(target=work.poll_ports, name="l3ha-dhcp-ports", daemon=True)
+        with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="l3ha-dhcp") as pool:
+            work.pool = pool
+            poller.start()
+            for index, move in enumerate(state.moves):
+                if should_stop is not None and should_stop():
+                    work.finish(index, DhcpOutcome.SKIPPED, "stopped before it started")
+                    continue
+                self._admit(state, move)
+                self._bucket.take()
+                pool.submit(work.start, index)
+            with state.cond:
+                state.dispatching = False
+                state.cond.notify_all()
+            work.wait_all()
+        poller.join(timeout=self.options.port_poll_interval * 4 + 1.0)
+
+    def _admit(self, state: _Run, move: DhcpMove) -> None:
+        """Wait until the move's target has room and its network has no earlier move running."""
+        with state.cond:
+            while move.network_id in state.busy_networks or (
+                move.target is not None and not self.slots.has_room(move.target)
+            ):
+                state.cond.wait(timeout=0.5)
+            state.busy_networks.add(move.network_id)
+            state.open_count += 1
+            if move.target is not None:
+                self.slots.try_acquire(move.target)
+
+
+class _Work:
+    """What the workers and the poller of one run do."""
+
+    def __init__(
+        self,
+        executor: DhcpExecutor,
+        writer: DhcpWriter,
+        state: _Run,
+        agents: Mapping[str, Agent],
+        fallbacks: Callable[[DhcpMove], Sequence[str]] | None,
+        *,
+        require_dead_source: bool,
+    ) -> None:
+        self.ex = executor
+        self.writer = writer
+        self.state = state
+        self.agents = agents
+        self.fallbacks = fallbacks
+        self.require_dead_source = require_dead_source
+        self.pool: ThreadPoolExecutor | None = None
+        self.started: dict[int, float] = {}
+
+    def start(self, index: int) -> None:
+        """Phase one of a move (re-check, add) or a whole removal; never raises."""
+        move = self.state.moves[index]
+        self.started[index] = self.ex.clock.monotonic()
+        try:
+            hosts = self.writer.recheck(move, self.require_dead_source)
+            if move.kind is DhcpMoveKind.REMOVE:
+                where = self.writer.remove(move, self.state.move_ids[index], keep=None)
+                self.finish(index, DhcpOutcome.REMOVED, f"{move.reason}; served by {where}")
+                return
+            target = self._add_somewhere(index, move, hosts)
+        except SkipMoveError as skip:
+            self.finish(index, DhcpOutcome.SKIPPED, str(skip))
+            return
+        except L3haError as exc:
+            self.finish(index, DhcpOutcome.FAILED, str(exc))
+            return
+        except Exception as exc:  # a bug must not hang the run
+            log.exception("DHCP move of network %s failed unexpectedly", move.network_id)
+            self.finish(index, DhcpOutcome.FAILED, f"unexpected error: {exc}")
+            return
+        deadline = self.ex.clock.monotonic() + self.ex.options.port_timeout
+        waiting = _Waiting(index, self.state.move_ids[index], target, deadline, self.started[index])
+        if not self.ex.options.wait_ports:
+            self._ports_ready(waiting)
+            return
+        with self.state.cond:
+            self.state.waiting[index] = waiting
+            self.state.cond.notify_all()
+
+    def _add_somewhere(self, index: int, move: DhcpMove, hosts: Mapping[str, Agent]) -> Agent:
+        """Add the network to the planned target, else to a fallback; the agent it went to."""
+        candidates = [move.target or ""]
+        if self.fallbacks is not None:
+            candidates += [c for c in self.fallbacks(move) if c not in candidates][:MAX_FALLBACKS]
+        errors: list[str] = []
+        for candidate in candidates:
+            agent = self.agents.get(candidate)
+            if agent is None:
+                continue
+            try:
+                self.writer.add(move, self.state.move_ids[index], candidate, dict(hosts))
+            except L3haError as exc:
+                errors.append(f"{agent.host}: {exc}")
+                continue
+            if candidate != move.target and move.target is not None:
+                self.ex.slots.transfer(move.target, candidate)
+            return agent
+        raise _AddFailedError("; ".join(errors) or "no candidate target")
+
+    def poll_ports(self) -> None:
+        """The poller: finish waiting moves whose port is ACTIVE; time the others out."""
+        interval = self.ex.options.port_poll_interval
+        while True:
+            with self.state.cond:
+                while not self.state.waiting and self._running():
+                    self.state.cond.wait(timeout=interval)
+                if not self.state.waiting and not self._running():
+                    return
+                batch = list(self.state.waiting.values())
+            try:
+                self._poll_once(batch)
+            except Exception:  # the poller must outlive a bug, or waiting moves never end
+                log.exception("polling DHCP ports failed")
+            self.ex.clock.sleep(interval)
+
+    def _running(self) -> bool:
+        return self.state.dispatching or self.state.open_count > 0
+
+    def _poll_once(self, batch: list[_Waiting]) -> None:
+        networks = sorted({self.state.moves[w.index].network_id for w in batch})
+        try:
+            ports = self.ex.cloud.dhcp_ports_of_networks(networks)
+        except L3haError as exc:
+            log.warning("reading DHCP ports failed (will retry): %s", exc)
+            ports = []
+        now = self.ex.clock.monotonic()
+        for item in batch:
+            network_id = self.state.moves[item.index].network_id
+            if serving_port(ports, network_id, item.target.host) is not None:
+                item.port_seen = True
+                self._take(item)
+                self._ports_ready(item)
+            elif now >= item.deadline:
+                self._take(item)
+                self._release(item.index, item.target.id)
+                self.finish(
+                    item.index,
+                    DhcpOutcome.PENDING,
+                    f"DHCP port on {item.target.host} not ACTIVE after "
+                    f"{self.ex.options.port_timeout:g} s: the source copy is kept",
+                    item.target.id,
+                    release_target=False,
+                )
+
+    def _take(self, item: _Waiting) -> None:
+        with self.state.cond:
+            self.state.waiting.pop(item.index, None)
+
+    def _ports_ready(self, item: _Waiting) -> None:
+        self._release(item.index, item.target.id)
+        move = self.state.moves[item.index]
+        if move.kind is DhcpMoveKind.ADD:
+            self.finish(
+                item.index,
+                DhcpOutcome.ADDED,
+                f"{move.reason}; ACTIVE on {item.target.host}",
+                item.target.id,
+                release_target=False,
+            )
+            return
+        if self.pool is not None:
+            self.pool.submit(self._remove_source, item)
+        else:
+            self._remove_source(item)
+
+    def _remove_source(self, item: _Waiting) -> None:
+        move = self.state.moves[item.index]
+        try:
+            self.writer.remove(
+                move, item.move_id, keep=item.target.id, keep_port_seen=item.port_seen
+            )
+        except SkipMoveError as skip:
+            outcome, reason = DhcpOutcome.PENDING, str(skip)
+        except L3haError as exc:
+            outcome, reason = DhcpOutcome.FAILED, f"added to {item.target.host}, but {exc}"
+        else:
+            outcome, reason = DhcpOutcome.MOVED, f"{move.reason}; ACTIVE on {item.target.host}"
+        self.finish(item.index, outcome, reason, item.target.id, release_target=False)
+
+    def _release(self, index: int, target: str) -> None:
+        self.ex.slots.release(target)
+        with self.state.cond:
+            self.state.cond.notify_all()
+
+    def finish(
+        self,
+        index: int,
+        outcome: DhcpOutcome,
+        reason: str,
+        target: str | None = None,
+        *,
+        release_target: bool = True,
+    ) -> None:
+        """Record one move's outcome (journal and result) and free what it held."""
+        move = self.state.moves[index]
+        seconds = self.ex.clock.monotonic() - self.started.get(index, self.ex.clock.monotonic())
+        if release_target and move.target is not None and index in self.started:
+            self.ex.slots.release(move.target)
+        assert self.ex.journal is not None
+        try:
+            self.ex.journal.record_outcome(
+                self.state.move_ids[index], outcome.value, reason, target=target
+            )
+        except Exception:
+            log.exception("could not journal the outcome of network %s", move.network_id)
+        result = DhcpMoveResult(move, outcome, reason, target, seconds)
+        with self.state.cond:
+            self.state.results[index] = result
+            self.state.busy_networks.discard(move.network_id)
+            if index in self.started:
+                self.state.open_count -= 1
+            self.state.cond.notify_all()
+
+    def wait_all(self) -> None:
+        """Block until every started move has an outcome."""
+        with self.state.cond:
+            while self.state.open_count > 0:
+                self.state.cond.wait(timeout=0.5)
+
+
+class _AddFailedError(L3haError):
+    """No target took the network (the reasons of each)."""

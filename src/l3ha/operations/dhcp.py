@@ -1,0 +1,312 @@
+"""The DHCP actions: evacuate, drain, undrain, repair. I/O: cloud, journal (via the context).
+
+``run_dhcp_action(ctx, request)`` runs one action as every router action
+runs: finish interrupted DHCP operations (from the cloud's state), observe,
+gate (the fleet gate over the DHCP agents: many dead at once means the
+message bus, not the agents), plan (``l3ha.planner.dhcp``), execute (every
+write through ``l3ha.executor.dhcp``; dry run there), verify (nothing
+reported moved is still on the source, and no network that had DHCP lost
+it). The command line and the watch daemon both call this. Gates raise
+``SafetyHaltError`` (exit 3), bad references ``NotFoundError`` /
+``AmbiguousError`` (exit 2), before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from l3ha.clock import Clock
+from l3ha.cloud.dhcp_base import DhcpCloud
+from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK, DhcpMove, DhcpPlan, DhcpSnapshot, usable
+from l3ha.errors import SafetyHaltError
+from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult, ExecutorOptions
+from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
+from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
+from l3ha.health import HealthPolicy, api_fleet_gate
+from l3ha.journal import Journal
+from l3ha.model import Agent
+from l3ha.operations.context import Notify, log_notice
+from l3ha.operations.request import DRAIN_MARK
+from l3ha.planner.dhcp import DhcpPolicy, plan_dhcp_drain, plan_dhcp_evacuate, plan_dhcp_repair
+
+
+class DhcpAction(StrEnum):
+    """The DHCP actions."""
+
+    EVACUATE = "dhcp-evacuate"
+    DRAIN = "dhcp-drain"
+    UNDRAIN = "dhcp-undrain"
+    REPAIR = "dhcp-repair"
+
+
+@dataclass(frozen=True)
+class DhcpRequest:
+    """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
+    fleet gate and, for evacuate, a live source)."""
+
+    action: DhcpAction
+    agent: str | None = None
+    to: tuple[str, ...] = ()
+    agents_per_network: int = DEFAULT_AGENTS_PER_NETWORK
+    trim: bool = False
+    force: bool = False
+    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
+    move_budget: int | None = None
+    journal_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def dry_run(self) -> bool:
+        return self.execution.dry_run
+
+
+@dataclass
+class DhcpContext:
+    """The handles a DHCP action uses; ``observer`` replaces the fresh read (the daemon)."""
+
+    cloud: DhcpCloud
+    journal: Journal | None
+    clock: Clock
+    notify: Notify = log_notice
+    observer: Callable[[], DhcpSnapshot] | None = None
+    should_stop: Callable[[], bool] | None = None
+
+    def observe(self) -> DhcpSnapshot:
+        return self.observer() if self.observer is not None else self.cloud.read_dhcp_snapshot()
+
+
+@dataclass(frozen=True)
+class DhcpExecuted:
+    """A plan made on ``snapshot`` and what the executor did with it."""
+
+    plan: DhcpPlan
+    snapshot: DhcpSnapshot
+    run: DhcpRunResult
+
+
+@dataclass(frozen=True)
+class DhcpResult:
+    """Everything one DHCP action did, in order, and its exit code (0 done, 1 not)."""
+
+    action: DhcpAction
+    runs: tuple[DhcpExecuted, ...] = ()
+    changes: tuple[AgentChangeResult, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        bad_run = any(not e.run.dry_run and not e.run.ok for e in self.runs)
+        bad_change = any(c.outcome is AgentChangeOutcome.FAILED for c in self.changes)
+        return 1 if bad_run or bad_change or self.problems else 0
+
+
+def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """Run the request's action (see the module docstring)."""
+    handlers = {
+        DhcpAction.EVACUATE: evacuate,
+        DhcpAction.DRAIN: drain,
+        DhcpAction.UNDRAIN: undrain,
+        DhcpAction.REPAIR: repair,
+    }
+    return handlers[request.action](ctx, request)
+
+
+def evacuate(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """Every network off a dead (or disabled) DHCP agent, make before break."""
+    _finish_interrupted(ctx, request)
+    snapshot = ctx.observe()
+    source = snapshot.find_agent(request.agent or "")
+    policy = _policy(request, snapshot)
+    _gate_fleet(request, snapshot, "evacuate")
+    if usable(source) and not request.force:
+        raise SafetyHaltError(
+            f"DHCP agent {source.host} is alive and enabled: use 'l3ha dhcp drain "
+            f"{source.host}' to move its networks away (or dhcp evacuate --force)"
+        )
+    plan = plan_dhcp_evacuate(snapshot, source.id, policy)
+    step = _execute(ctx, request, snapshot, plan, require_dead_source=not request.force)
+    problems = () if request.dry_run else _verify(ctx, step, source)
+    return DhcpResult(request.action, (step,), problems=problems)
+
+
+def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """Move every network off a live DHCP agent, then disable it (a disabled agent drops
+    its networks), then move whatever Neutron scheduled to it meanwhile."""
+    _finish_interrupted(ctx, request)
+    snapshot = ctx.observe()
+    agent = snapshot.find_agent(request.agent or "")
+    policy = _policy(request, snapshot)
+    _gate_fleet(request, snapshot, "drain")
+    first = _execute(ctx, request, snapshot, plan_dhcp_drain(snapshot, agent.id, policy))
+    change = AgentChange(
+        agent.id,
+        agent.host,
+        "dhcp drain: no network left on the agent",
+        admin_state_up=False,
+        description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
+    )
+    if request.dry_run:
+        planned = change_dhcp_agent(ctx.cloud, None, ctx.clock, change, dry_run=True, current=agent)
+        return DhcpResult(request.action, (first,), (planned,))
+    problems = _verify(ctx, first, agent)
+    if problems or not first.run.ok:
+        ctx.notify(
+            f"DHCP agent {agent.host} left enabled: networks are still on it (a disabled "
+            "agent drops its networks); fix the cause and drain again"
+        )
+        return DhcpResult(request.action, (first,), problems=(*problems, "agent left enabled"))
+    disabled = change_dhcp_agent(
+        ctx.cloud, ctx.journal, ctx.clock, change, dry_run=False, current=agent
+    )
+    if not disabled.ok:
+        ctx.notify(f"DHCP agent {agent.host} could not be disabled: {disabled.detail}")
+        return DhcpResult(request.action, (first,), (disabled,))
+    ctx.notify(f"DHCP agent {agent.host} disabled")
+    runs = [first]
+    late = ctx.observe()
+    if late.networks_of_agent(agent.id):
+        ctx.notify(f"{len(late.networks_of_agent(agent.id))} network(s) landed meanwhile")
+        runs.append(_execute(ctx, request, late, plan_dhcp_drain(late, agent.id, policy)))
+    return DhcpResult(request.action, tuple(runs), (disabled,))
+
+
+def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """Enable a DHCP agent again, clearing l3ha's drain mark."""
+    snapshot = ctx.observe()
+    agent = snapshot.find_agent(request.agent or "")
+    change = AgentChange(
+        agent.id,
+        agent.host,
+        "dhcp undrain: back in service",
+        admin_state_up=True,
+        description="" if agent.description.startswith(DRAIN_MARK) else None,
+    )
+    result = change_dhcp_agent(
+        ctx.cloud, ctx.journal, ctx.clock, change, dry_run=request.dry_run, current=agent
+    )
+    if result.outcome is AgentChangeOutcome.DONE:
+        ctx.notify(f"DHCP agent {agent.host} enabled")
+    return DhcpResult(request.action, (), (result,))
+
+
+def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """Every network to exactly the target count on live agents (extra copies: ``trim``)."""
+    _finish_interrupted(ctx, request)
+    snapshot = ctx.observe()
+    policy = _policy(request, snapshot)
+    _gate_fleet(request, snapshot, "repair DHCP networks")
+    plan = plan_dhcp_repair(snapshot, policy)
+    step = _execute(ctx, request, snapshot, plan, require_dead_source=True)
+    problems = () if request.dry_run else _verify(ctx, step, None)
+    return DhcpResult(request.action, (step,), problems=problems)
+
+
+# --- the shared flow ---------------------------------------------------------
+
+
+def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:
+    allowed = frozenset(snapshot.find_agent(ref).id for ref in request.to) if request.to else None
+    return DhcpPolicy(request.agents_per_network, allowed, request.trim)
+
+
+def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> None:
+    """Refuse while many DHCP agents look dead at once (safety rules 1, 2, 9)."""
+    if request.force:
+        return
+    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
+    if halt is not None:
+        message = halt.message.replace("enabled agents", "enabled DHCP agents")
+        raise SafetyHaltError(f"{message}; refusing to {words} (override with --force)")
+
+
+def _finish_interrupted(ctx: DhcpContext, request: DhcpRequest) -> None:
+    if ctx.journal is None:
+        return
+    for found in recover_dhcp(ctx.cloud, ctx.journal, dry_run=request.dry_run):
+        ctx.notify(
+            f"interrupted DHCP operation {found.operation_id}: network {found.network_id} "
+            f"{found.action.value} ({found.detail})"
+        )
+
+
+def _execute(
+    ctx: DhcpContext,
+    request: DhcpRequest,
+    snapshot: DhcpSnapshot,
+    plan: DhcpPlan,
+    *,
+    require_dead_source: bool = False,
+) -> DhcpExecuted:
+    if request.move_budget is not None and len(plan.moves) > request.move_budget:
+        plan = replace(plan, moves=plan.moves[: request.move_budget])
+    executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
+    run = executor.run(
+        plan,
+        snapshot.agents_by_id,
+        fallbacks=fallback_targets(snapshot, _policy(request, snapshot)),
+        require_dead_source=require_dead_source,
+        args={
+            "command": request.action.value,
+            "agent": request.agent,
+            **dict(request.journal_args),
+        },
+        should_stop=ctx.should_stop,
+    )
+    if plan.unplaceable and not request.dry_run:
+        ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
+    return DhcpExecuted(plan, snapshot, run)
+
+
+def fallback_targets(
+    snapshot: DhcpSnapshot, policy: DhcpPolicy
+) -> Callable[[DhcpMove], Sequence[str]]:
+    """Agents a move may fall back to: live, enabled, allowed, not hosting it; least loaded."""
+    ranked = sorted(
+        (a for a in snapshot.agents if usable(a)),
+        key=lambda a: (len(snapshot.networks_of_agent(a.id)), a.host, a.id),
+    )
+    allowed = policy.allowed_targets
+
+    def candidates(move: DhcpMove) -> list[str]:
+        hosts = set(snapshot.agents_of_network(move.network_id))
+        return [
+            a.id
+            for a in ranked
+            if a.id not in hosts and a.id != move.source and (allowed is None or a.id in allowed)
+        ]
+
+    return candidates
+
+
+def _verify(ctx: DhcpContext, step: DhcpExecuted, source: Agent | None) -> tuple[str, ...]:
+    """After a run: what was reported off ``source`` is gone from it, and every network
+    that was served before still is."""
+    after = ctx.observe()
+    problems: list[str] = []
+    if source is not None:
+        moved = {
+            r.move.network_id
+            for r in step.run.results
+            if r.outcome in (DhcpOutcome.MOVED, DhcpOutcome.REMOVED)
+        }
+        still = sorted(n for n in after.networks_of_agent(source.id) if n in moved)
+        for network_id in still:
+            ctx.notify(f"network {network_id} was reported moved but is still on {source.host}")
+        if still:
+            problems.append(f"{len(still)} network(s) still on {source.host}")
+        left = after.networks_of_agent(source.id)
+        if left and not still:
+            problems.append(f"{len(left)} network(s) left on {source.host}")
+    before = step.snapshot
+    lost = sorted(
+        n.id
+        for n in before.networks
+        if before.serving_agents(n.id)
+        and n.id in after.networks_by_id
+        and not after.serving_agents(n.id)
+    )
+    if lost:
+        ctx.notify(f"{len(lost)} network(s) served before are served by no live agent now")
+        problems.append(f"{len(lost)} network(s) lost DHCP during the run")
+    return tuple(problems)
