@@ -105,7 +105,9 @@ class Rollout:
         return self.cloud.get_agent(self.emu.agent_ids_by_host()[host])
 
     def routers_on(self, host: str) -> list[str]:
-        return [b.router_id for b in self.cloud.routers_on_agent(self.emu.agent_ids_by_host()[host])]
+        return [
+            b.router_id for b in self.cloud.routers_on_agent(self.emu.agent_ids_by_host()[host])
+        ]
 
     def steps(self) -> list[Any]:
         with RollingRecord(self.state_dir) as record:

@@ -135,8 +135,15 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
                        and s.status.value == "running" for s in r.steps())  # fmt: skip
 
         wait_until(draining_net2, 120, "net-2's drain")
-        wait_until(lambda: any(m["step"] == "verified" for m in r.moves() if
-                               m["source"] == r.emu.agent_ids_by_host()["net-2"]), 30, "a move")
+        wait_until(
+            lambda: any(
+                m["step"] == "verified"
+                for m in r.moves()
+                if m["source"] == r.emu.agent_ids_by_host()["net-2"]
+            ),
+            30,
+            "a move",
+        )
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=10)
         code, doc, err = r.run("--run", command, "--resume")
@@ -148,7 +155,15 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
             if m["outcome"] in ("moved", "pending") and m["move"] != "add_replica"
         )
         twice = [k for k, n in moved.items() if n > 1]
-        rows = [m for m in r.moves() if twice and m["router"] == twice[0][0]]
-        assert moved and not twice, (r.emu.agent_ids_by_host(), rows)
-        drain2 = next(s for s in r.steps() if s.key.host == "net-2" and s.key.phase.value == "drain")
+        host = {v: k for k, v in r.emu.agent_ids_by_host().items()}
+        rows = [
+            (m["operation"], m["kind"], m["status"], m["move"], host.get(str(m["source"])),
+             host.get(str(m["target"])), m["step"], m["outcome"], m["reason"])
+            for m in r.moves()
+            if twice and m["router"] == twice[0][0]
+        ]  # fmt: skip
+        assert moved and not twice, rows
+        drain2 = next(
+            s for s in r.steps() if s.key.host == "net-2" and s.key.phase.value == "drain"
+        )
         assert drain2.attempts == 2

@@ -186,29 +186,46 @@ def _resumable(record: RollingRecord) -> RunRecord:
 
 def run_rolling_command(args: argparse.Namespace) -> int:
     """Run (or resume) the rolling maintenance; print the summary; 0 done, 1 stopped."""
+    from l3ha.journal import default_state_dir
     from l3ha.operations.rolling import RollingRecord
+    from l3ha.operations.rolling.record import DB_NAME
 
-    state_dir = Path(args.state_dir) if args.state_dir else None
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     if args.dry_run:
         if args.resume:
             raise BadInputError("--dry-run and --resume do not go together")
         request = build_request(args, None)
-        return _finish(args, _execute(args, request, None, None))
+        return _finish(args, _execute(args, request, _prepare(args, request), None, None))
+    if args.resume and not (state_dir / DB_NAME).exists():
+        raise BadInputError(f"--resume: no rolling run recorded in {state_dir}")
+    stored = None
+    if args.resume:
+        with RollingRecord(state_dir) as record:
+            stored = _resumable(record)
+    request = build_request(args, stored.request if stored else None)
+    prepared = _prepare(args, request)  # every check before anything is written
+    if args.output is not None:
+        prepare_output(args.output)
     with RollingRecord(state_dir) as record:
         live = record.live_run()
         if live is not None:
             raise BadInputError(f"rolling run {live.id} is still running (pid {live.pid})")
-        stored = _resumable(record) if args.resume else None
-        request = build_request(args, stored.request if stored else None)
-        if args.output is not None:
-            prepare_output(args.output)
-        report = _execute(args, request, record, stored)
-        return _finish(args, report)
+        return _finish(args, _execute(args, request, prepared, record, stored))
+
+
+def _prepare(args: argparse.Namespace, request: RollingRequest) -> tuple[Any, Any]:
+    """The cloud (every host checked to exist) and the probe guard (None: no targets)."""
+    cloud = open_cloud(args)
+    snapshot = cloud.read_snapshot()
+    for host in request.hosts:
+        snapshot.find_agent(host)  # an unknown host fails now, before anything changes
+    return cloud, None if request.dry_run else _guard(args, snapshot)
 
 
 def _execute(
     args: argparse.Namespace,
     request: RollingRequest,
+    prepared: tuple[Any, Any],
     record: RollingRecord | None,
     stored: RunRecord | None,
 ) -> RollingReport:
@@ -219,14 +236,10 @@ def _execute(
     from l3ha.operations import OperationContext
     from l3ha.operations.rolling import L3Participant, RunContext, run_rolling
 
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot()
-    for host in request.hosts:
-        snapshot.find_agent(host)  # an unknown host fails now, before anything changes
+    cloud, guard = prepared
     journal = Journal(record.state_dir) if record is not None else None
     with journal if journal is not None else nullcontext():
         ops = OperationContext(cloud, journal, SystemClock(), _say)
-        guard = None if request.dry_run else _guard(args, snapshot)
         ctx = RunContext(ops, request, guard)
         doc = {"hosts": list(request.hosts), "command": request.command, "shell": request.shell}
         if guard is not None:
