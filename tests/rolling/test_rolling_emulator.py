@@ -149,20 +149,19 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
         code, doc, err = r.run("--run", command, "--resume")
         assert code == 0, err
         assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]
+        # Every drain (the killed one, its recovery and its second attempt together) moves
+        # each router off the drained host once. (A router may move off a host again later
+        # for a good reason: a canary taking it back to the host it was drained from.)
         moved = Counter(
             (m["router"], m["source"])
             for m in r.moves()
-            if m["outcome"] in ("moved", "pending") and m["move"] != "add_replica"
+            if m["kind"] == "drain"
+            and m["outcome"] in ("moved", "pending")
+            and m["move"] != "add_replica"
         )
-        twice = [k for k, n in moved.items() if n > 1]
-        host = {v: k for k, v in r.emu.agent_ids_by_host().items()}
-        rows = [
-            (m["operation"], m["kind"], m["status"], m["move"], host.get(str(m["source"])),
-             host.get(str(m["target"])), m["step"], m["outcome"], m["reason"])
-            for m in r.moves()
-            if twice and m["router"] == twice[0][0]
-        ]  # fmt: skip
-        assert moved and not twice, rows
+        assert moved and max(moved.values()) == 1, moved.most_common(3)
+        net2 = r.emu.agent_ids_by_host()["net-2"]
+        assert any(m["status"] == "recovered" and m["source"] == net2 for m in r.moves())
         drain2 = next(
             s for s in r.steps() if s.key.host == "net-2" and s.key.phase.value == "drain"
         )
