@@ -107,3 +107,24 @@ def test_stop_and_start_are_faults_of_the_cli_and_the_endpoint(small: Emulator, 
     assert status == 404
     small.faults.start_agent("net-4")
     assert small.world.agents_by_host["net-4"].stopped is False
+
+
+def test_stop_and_start_run_as_scenario_steps(clock: ManualClock) -> None:
+    from l3ha.emulator.faults import parse_scenario
+
+    with make(clock, agents=2, routers=4) as emu:
+        api = Http(emu)
+        emu.schedule_scenario(
+            parse_scenario(
+                [
+                    {"at": 5, "fault": "stop-agent", "host": "net-1"},
+                    {"at": 100, "fault": "start-agent", "host": "net-1"},
+                ]
+            )
+        )
+        before = agent(api, "net-1")
+        emu.advance(90)
+        assert agent(api, "net-1")["alive"] is False
+        emu.advance(20)
+        after = agent(api, "net-1")
+        assert after["alive"] is True and after["started_at"] != before["started_at"]
