@@ -122,6 +122,21 @@ def test_a_broken_data_plane_is_seen_by_the_probe_and_stops_the_run(
         assert r.routers_on("net-2")  # the next host was never drained
 
 
+def test_an_outage_longer_than_max_outage_stops_the_run_before_the_next_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rollout(tmp_path, monkeypatch) as r:
+        body = ('if [ "$HOST" = net-1 ]; then  # the upgrade cuts another node for a while\n'
+                "  l3ha emulator fault dataplane-fail net-3; sleep 3\n"
+                "  l3ha emulator fault revive-agent net-3\nfi\n" + UPGRADE)  # fmt: skip
+        code, doc, err = r.run("--run", r.script("upgrade.sh", body), "--max-outage", "1")
+        assert code == 1, err
+        assert [h["status"] for h in doc["hosts"]] == ["done", "pending", "pending"]
+        assert "longer than --max-outage 1 s: not starting net-2" in doc["stopped"]
+        assert doc["longest_outage_s"] > 1
+        assert r.agent("net-2").admin_state_up is True and r.routers_on("net-2")
+
+
 def test_kill_9_mid_run_then_resume_moves_no_router_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

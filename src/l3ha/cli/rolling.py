@@ -128,8 +128,9 @@ def _say(text: str) -> None:
 
 
 def _output_line(text: str) -> None:
-    sys.stdout.write(f"  {text}\n")
-    sys.stdout.flush()
+    """A line of a host's command output (stderr: stdout carries only the summary)."""
+    sys.stderr.write(f"  {text}\n")
+    sys.stderr.flush()
 
 
 def build_request(args: argparse.Namespace, stored: dict[str, Any] | None) -> RollingRequest:
@@ -257,6 +258,8 @@ def _execute(
         finally:
             if guard is not None:
                 result = guard.stop()
+                if guard.error is not None:
+                    _say(f"warning: the probe failed: {guard.error}")
                 if result is not None and record is not None:
                     _write_probe_report(args, record, result, request.max_outage)
     return report
@@ -322,6 +325,9 @@ def _finish(args: argparse.Namespace, report: RollingReport) -> int:
     if report.run_id is None:  # dry run
         for number, (key, _) in enumerate(report.steps, start=1):
             sys.stdout.write(f"{number:3}. {key.host}: {key.label}\n")
+        rows = [
+            {"host": h.host, "status": h.status, "would_move": h.moved_out} for h in report.hosts
+        ]
     emit(rows, "table")
     if report.rebalance_moves:
         sys.stdout.write(f"rebalance: {report.rebalance_moves} move(s)\n")

@@ -242,6 +242,8 @@ def _stop(run: _Run, key: StepKey, reason: str) -> str:
 def _outage_gate(run: _Run, next_host: str) -> str:
     """Before a new host: stop when the probe saw an outage longer than ``--max-outage``."""
     guard, limit = run.ctx.guard, run.ctx.request.max_outage
+    if guard is not None and guard.error is not None:
+        return f"the probe stopped working ({guard.error}): not starting {next_host}"
     if guard is None or limit is None:
         return ""
     seconds, target = guard.longest()

@@ -114,6 +114,9 @@ class L3Participant:
 
     name = "l3"
 
+    def __init__(self) -> None:
+        self._ids: dict[str, str] = {}  # host -> agent id, once looked up
+
     def _request(self, run: RunContext, action: Action, **changes: Any) -> ActionRequest:
         req = run.request
         base = ActionRequest(
@@ -129,7 +132,9 @@ class L3Participant:
         return run.ops.observe().find_agent(host)
 
     def read_agent(self, run: RunContext, host: str) -> Agent:
-        return run.ops.cloud.get_agent(self._agent(run, host).id)
+        if host not in self._ids:
+            self._ids[host] = self._agent(run, host).id
+        return run.ops.cloud.get_agent(self._ids[host])
 
     def drain(self, run: RunContext, host: str) -> StepResult:
         agent = self._agent(run, host)
