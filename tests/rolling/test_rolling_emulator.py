@@ -181,3 +181,30 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
             s for s in r.steps() if s.key.host == "net-2" and s.key.phase.value == "drain"
         )
         assert drain2.attempts == 2
+
+
+def test_resume_never_runs_a_command_twice_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from l3ha.operations.rolling.command import group_alive
+
+    with rollout(tmp_path, monkeypatch) as r:
+        command = r.script("upgrade.sh", UPGRADE.replace("sleep 2", "sleep 4"))
+        child = r.start("--run", command)
+
+        def running() -> bool:
+            assert child.poll() is None, child.communicate()
+            return any(s.key.phase.value == "run" and s.status.value == "running"
+                       and "pgid" in s.detail for s in r.steps())  # fmt: skip
+
+        wait_until(running, 60, "net-1's command")
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=10)
+        code, doc, err = r.run("--resume")  # the killed run's upgrade still runs
+        assert code == 1, err
+        assert "is still running; let it end, then resume" in doc["stopped"]
+        pgid = next(s.detail["pgid"] for s in r.steps() if s.key.phase.value == "run")
+        wait_until(lambda: not group_alive(pgid), 30, "the first upgrade to end")
+        code, doc, err = r.run("--resume")
+        assert code == 0, err
+        assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]

@@ -5,7 +5,8 @@ child gets its own session, stdin from /dev/null and stdout and stderr
 merged; every line is handed to ``on_line`` as it arrives (the CLI prints
 it, the journal keeps it). A command that outlives ``timeout`` is killed
 with its whole process group. A command that cannot be started (not
-found, not executable) is a failed step, not a crash.
+found, not executable) is a failed step, not a crash. Its process group
+outlives a killed l3ha: ``group_alive`` tells whether it still runs.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def run_command(
     on_line: Callable[[str], None],
     timeout: float,
     monotonic: Callable[[], float],
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandResult:
-    """Run ``argv`` to its end (or ``timeout``), streaming its output lines to ``on_line``."""
+    """Run ``argv`` to its end (or ``timeout``), streaming its output lines to ``on_line``;
+    ``on_start`` gets the child's pid (also its process group) once it runs."""
     started = monotonic()
     try:
         child = subprocess.Popen(
@@ -57,6 +60,8 @@ def run_command(
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return CommandResult(tuple(argv), None, 0.0, f"cannot run {argv[0]}: {reason}")
+    if on_start is not None:
+        on_start(child.pid)
     reader = threading.Thread(target=_pump, args=(child, on_line), daemon=True)
     reader.start()
     try:
@@ -67,6 +72,17 @@ def run_command(
         code, problem = None, f"still running after {timeout:g} s: killed"
     reader.join(timeout=KILL_GRACE)
     return CommandResult(tuple(argv), code, monotonic() - started, problem)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group a command started is still running."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _pump(child: subprocess.Popen[str], on_line: Callable[[str], None]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from l3ha.errors import L3haError
 from l3ha.health import HealthState, observe
 from l3ha.operations import Action, ActionRequest, finish_interrupted, make_plan, run_action
-from l3ha.operations.rolling.command import run_command
+from l3ha.operations.rolling.command import group_alive, run_command
 from l3ha.operations.rolling.participants import Participant, RunContext, StepResult
 from l3ha.operations.rolling.plan import Phase, StepKey, all_steps, command_argv
 from l3ha.operations.rolling.record import RollingRecord, RunStatus, StepRecord, StepStatus
@@ -93,7 +93,7 @@ def run_rolling(
     request = ctx.request
     keys = all_steps(request.hosts, names, request.command is not None)
     if request.dry_run or record is None:
-        return _dry_run(ctx, keys, say)
+        return _dry_run(ctx, keys)
     if resume_run is None:
         run_id = record.begin_run(request_doc or {}, keys)
     else:
@@ -186,13 +186,24 @@ def _run_command(run: _Run, step: StepRecord) -> StepResult:
     request = run.ctx.request
     assert request.command is not None
     argv = command_argv(request.command, step.key.host, request.shell)
+    earlier = step.detail.get("pgid")
+    if isinstance(earlier, int) and group_alive(earlier):
+        return StepResult(
+            False,
+            f"the command a killed run started on {step.key.host} (process group {earlier}) "
+            "is still running; let it end, then resume",
+            {"pgid": earlier},
+        )
     run.record.mark_output(run.run_id, step.seq, f"attempt {step.attempts + 1}: {argv}")
 
     def line(text: str) -> None:
         run.on_output(f"{step.key.host}| {text}")
         run.record.append_output(run.run_id, step.seq, text)
 
-    result = run_command(argv, line, request.run_timeout, time.monotonic)
+    def started(pid: int) -> None:
+        run.record.note_detail(run.run_id, step.seq, {"pgid": pid})
+
+    result = run_command(argv, line, request.run_timeout, time.monotonic, started)
     run.record.mark_output(run.run_id, step.seq, f"exit {result.exit_code}")
     detail = {"exit_code": result.exit_code, "seconds": round(result.seconds, 3)}
     if not result.ok:
@@ -317,7 +328,7 @@ def _rebalance(run: _Run) -> int:
     return moves
 
 
-def _dry_run(ctx: RunContext, keys: list[StepKey], say: Say) -> RollingReport:
+def _dry_run(ctx: RunContext, keys: list[StepKey]) -> RollingReport:
     """The steps, and the drain each host would need on today's cloud."""
     snapshot = ctx.ops.observe()
     summaries = []

@@ -225,6 +225,13 @@ class RollingRecord:
             (status, _now(), json.dumps(detail), run_id, seq),
         )
 
+    def note_detail(self, run_id: int, seq: int, detail: dict[str, Any]) -> None:
+        """Facts about a step still running (the command's process group)."""
+        self._exec(
+            "UPDATE steps SET detail = ? WHERE run_id = ? AND seq = ?",
+            (json.dumps(detail), run_id, seq),
+        )
+
     def append_output(self, run_id: int, seq: int, line: str) -> None:
         """Keep one more line of the step's command output (up to ``MAX_OUTPUT`` bytes)."""
         self._exec(
