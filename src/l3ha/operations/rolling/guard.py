@@ -1,7 +1,7 @@
 """The tenant-traffic guard of a rolling run: the probe, running in the background.
 
-I/O: a thread running ``l3ha.probe``'s ``Probe`` (network samples), and the
-probe report written at the end. The targets are any of ``l3ha probe``'s
+I/O: a thread running ``l3ha.probe``'s ``Probe`` (network samples); its
+result goes to the caller, who writes the report. The targets are any of ``l3ha probe``'s
 (ICMP, TCP, HTTP, DNS) and, optionally, the data-plane addresses of the
 routers (``router_targets``: each router's external gateway address, by TCP
 port or ICMP). The guard answers the questions the run asks between steps:
