@@ -66,7 +66,7 @@ def serve_emulator(cfg: EmulatorConfig, clouds_yaml: str, pipe: Connection) -> N
     while True:
         command, arg = pipe.recv()
         if command == "kill":
-            emu.kill_agent(arg)
+            emu.faults.kill_agent(arg)
             pipe.send("ok")
         elif command == "stop":
             emu.stop()

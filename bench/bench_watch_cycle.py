@@ -45,7 +45,7 @@ def serve(cfg: EmulatorConfig, pipe: Connection) -> None:
     while True:
         command, arg = pipe.recv()
         if command == "kill":
-            emu.kill_agent(arg)
+            emu.faults.kill_agent(arg)
             pipe.send("ok")
         else:
             emu.stop()

@@ -46,7 +46,7 @@ def main() -> None:
     with Emulator(config) as emu, tempfile.TemporaryDirectory() as tmp:
         os.environ["OS_CLIENT_CONFIG_FILE"] = str(emu.write_clouds_yaml(Path(tmp) / "c.yaml"))
         if args.api_latency_ms:
-            emu.api_latency(args.api_latency_ms)
+            emu.faults.api_latency(args.api_latency_ms)
         print(
             f"agents={args.agents} routers={args.routers} ha_routers={args.ha_routers} "
             f"api_latency_ms={args.api_latency_ms:g}"

@@ -28,7 +28,7 @@ def _agent_id(snapshot: Snapshot, host: str) -> str:
 
 
 def _kill(emu: Emulator, host: str) -> None:
-    emu.kill_agent(host)
+    emu.faults.kill_agent(host)
     wait_for(lambda: not _snapshot().find_agent(host).alive)
 
 
@@ -122,7 +122,7 @@ def test_rebalance_fills_an_empty_agent_with_every_agent_donating(
 ) -> None:
     _kill(cloud_env, "net-3")
     assert main(["evacuate", "net-3", "--port-timeout", "20"]) == 0
-    cloud_env.revive_agent("net-3")
+    cloud_env.faults.revive_agent("net-3")
     wait_for(lambda: _snapshot().find_agent("net-3").alive)
     capsys.readouterr()
 
@@ -279,7 +279,7 @@ def test_skipped_unknown_routers_are_reported(
 def test_every_action_refuses_while_most_agents_look_dead(
     cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cloud_env.broker_outage(30)
+    cloud_env.faults.broker_outage(30)
     wait_for(lambda: not any(a.alive for a in _snapshot().agents))
     before = set(_snapshot().bindings)
     for argv in (["evacuate", "net-1"], ["repair"], ["rebalance"], ["drain", "net-2"]):

@@ -103,7 +103,7 @@ def test_weights_file_overrides_tags(
 
 
 def test_killed_agent_shows_dead(emulator: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
-    emulator.kill_agent("net-2")
+    emulator.faults.kill_agent("net-2")
     emulator.advance(2.0)
     rows = _json(capsys, "agent", "list", "-c", "host", "-c", "alive")
     assert rows == [

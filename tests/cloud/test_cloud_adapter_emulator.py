@@ -122,7 +122,7 @@ def test_unknown_router_and_agent_are_not_found(cloud: NeutronCloud) -> None:
 def test_killed_agent_turns_dead_once_its_heartbeat_is_old(
     emulator: Emulator, cloud: NeutronCloud
 ) -> None:
-    emulator.kill_agent("net-1")
+    emulator.faults.kill_agent("net-1")
     emulator.advance(2.0)
     alive = {a.host: a.alive for a in cloud.list_agents()}
     assert alive == {"net-1": False, "net-2": True, "net-3": True, "net-4": True}
@@ -143,14 +143,14 @@ def test_router_ports_turn_active_after_processing(emulator: Emulator, cloud: Ne
 
 
 def test_api_errors_become_retryable_server_errors(emulator: Emulator, cloud: NeutronCloud) -> None:
-    emulator.api_errors(1.0, 503)
+    emulator.faults.api_errors(1.0, 503)
     with pytest.raises(ServerError) as info:
         cloud.list_agents()
     assert info.value.retryable
 
 
 def test_api_outage_is_retryable_and_ends(emulator: Emulator, cloud: NeutronCloud) -> None:
-    emulator.api_outage(5.0)
+    emulator.faults.api_outage(5.0)
     with pytest.raises(ServerError, match="503") as info:
         cloud.list_routers()
     assert info.value.retryable

@@ -162,7 +162,7 @@ def test_reads_are_retried_through_a_short_outage(
 ) -> None:
     emulator, clock = shared_clock_cloud
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
-    emulator.api_outage(0.5)
+    emulator.faults.api_outage(0.5)
     started = clock.monotonic()
     assert len(cloud.list_routers()) == 20
     assert 0.5 <= clock.monotonic() - started <= 1.0  # backed off 0.1 + 0.2 + 0.4 s
@@ -173,7 +173,7 @@ def test_reads_that_keep_failing_say_they_were_temporary_and_retried(
 ) -> None:
     emulator, clock = shared_clock_cloud
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
-    emulator.api_errors(1.0, 503)
+    emulator.faults.api_errors(1.0, 503)
     with pytest.raises(ServerError) as info:
         cloud.list_agents()
     assert info.value.retryable
@@ -187,7 +187,7 @@ def test_writes_are_sent_once(shared_clock_cloud: tuple[Emulator, ManualClock]) 
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
     snap = cloud.read_snapshot()
     agent = snap.agents[0]
-    emulator.api_errors(1.0, 503)
+    emulator.faults.api_errors(1.0, 503)
     started = clock.monotonic()
     with pytest.raises(ServerError) as info:
         cloud.set_admin_state(agent.id, False)
@@ -199,7 +199,7 @@ def test_connect_is_retried_through_a_short_outage(
     shared_clock_cloud: tuple[Emulator, ManualClock],
 ) -> None:
     emulator, clock = shared_clock_cloud
-    emulator.api_outage(0.25)
+    emulator.faults.api_outage(0.25)
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
     assert len(cloud.list_agents()) == 4
 

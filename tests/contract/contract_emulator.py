@@ -85,14 +85,14 @@ class EmulatorBackend:
 
     def kill_agent(self, agent: AgentRef) -> None:
         """Stop the agent and let simulated time pass until its heartbeat is stale."""
-        self.emulator.kill_agent(agent.host)
+        self.emulator.faults.kill_agent(agent.host)
         config = self.emulator.cfg
         self.emulator.advance(config.agent_down_time + config.report_interval)
 
     def kill_agents(self, agents: list[AgentRef]) -> None:
         """Several agents dead at once: all stop, then time passes once."""
         for agent in agents:
-            self.emulator.kill_agent(agent.host)
+            self.emulator.faults.kill_agent(agent.host)
         config = self.emulator.cfg
         self.emulator.advance(config.agent_down_time + config.report_interval)
 
@@ -125,18 +125,18 @@ class EmulatorBackend:
 
     def cut_off(self, agent: AgentRef) -> None:
         """Cut the agent off the bus: it misses router_added_to_agent until it resyncs."""
-        self.emulator.mgmt_partition(agent.host, HOLD_S)
+        self.emulator.faults.mgmt_partition(agent.host, HOLD_S)
 
     def full_resync(self, agent: AgentRef) -> list[str]:
         """End (or make) a short partition: the agent reconnects and does a full resync."""
-        self.emulator.mgmt_partition(agent.host, 0.5)
+        self.emulator.faults.mgmt_partition(agent.host, 0.5)
         self.emulator.advance(HOLD_S + 1.0)
         routers = self.api.get(f"/v2.0/agents/{agent.id}/l3-routers").json()["routers"]
         return [str(r["id"]) for r in routers]
 
     def revive_agent(self, agent: AgentRef) -> None:
         self.emulator.advance(1.0)
-        self.emulator.revive_agent(agent.host)
+        self.emulator.faults.revive_agent(agent.host)
 
     def set_admin_state(self, agent: AgentRef, up: bool) -> None:
         reply = self.api.put(f"/v2.0/agents/{agent.id}", {"agent": {"admin_state_up": up}})

@@ -30,7 +30,7 @@ def test_a_killed_host_is_evacuated_and_every_network_is_served_with_an_active_p
 ) -> None:
     victims = dhcp_env.networks_on("net-1")
     assert victims
-    dhcp_env.emu.kill_agent("net-1")
+    dhcp_env.emu.faults.kill_agent("net-1")
     wait_for(lambda: dead(dhcp_env, "net-1"), 10, "net-1 reported dead")
     capsys.readouterr()
     assert main(["dhcp", "evacuate", "net-1", "--port-timeout", "20", "-f", "json"]) == 0
@@ -183,7 +183,7 @@ def test_audit_of_a_healthy_cloud_is_ok(
 def test_check_with_dhcp_reports_networks_without_dhcp(
     dhcp_env: DhcpCloudEnv, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dhcp_env.emu.kill_agent("net-5")
+    dhcp_env.emu.faults.kill_agent("net-5")
     wait_for(lambda: dead(dhcp_env, "net-5"), 10, "net-5 reported dead")
     capsys.readouterr()
     assert main(["check", "--dhcp", "-f", "json"]) == 2
@@ -195,7 +195,7 @@ def test_many_dead_dhcp_agents_at_once_trip_the_fleet_gate(
     dhcp_env: DhcpCloudEnv, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for host in ("net-1", "net-2", "net-3"):
-        dhcp_env.emu.kill_agent(host)
+        dhcp_env.emu.faults.kill_agent(host)
     wait_for(lambda: all(dead(dhcp_env, h) for h in ("net-1", "net-2", "net-3")), 10, "dead")
     before = _bindings(dhcp_env.snapshot())
     assert main(["dhcp", "evacuate", "net-1"]) == 3

@@ -21,7 +21,7 @@ OPTIONS = ExecutorOptions(port_timeout=20, port_poll_interval=0.05)
 
 
 def _evacuation(env: DhcpCloudEnv, host: str) -> tuple[DhcpPlan, str]:
-    env.emu.kill_agent(host)
+    env.emu.faults.kill_agent(host)
     wait_for(lambda: dead(env, host), 10, f"{host} reported dead")
     snap = env.snapshot()
     source = snap.find_agent(host).id
@@ -62,7 +62,7 @@ def test_a_target_that_never_sets_the_network_up_leaves_the_source_copy(
     plan, source = _evacuation(dhcp_env, "net-1")
     doomed = plan.moves[0].target or ""
     doomed_host = dhcp_env.snapshot().agents_by_id[doomed].host
-    dhcp_env.emu.kill_agent(doomed_host)  # still reported alive for a moment: the add is taken
+    dhcp_env.emu.faults.kill_agent(doomed_host)  # still reported alive for a moment: the add is taken
     options = ExecutorOptions(port_timeout=1.5, port_poll_interval=0.05)
     result, _ = _run(dhcp_env, plan, options)
     pending = [r for r in result.results if r.outcome is DhcpOutcome.PENDING]
@@ -77,7 +77,7 @@ def test_a_target_that_never_sets_the_network_up_leaves_the_source_copy(
 
 def test_a_source_that_comes_back_keeps_its_networks(dhcp_env: DhcpCloudEnv) -> None:
     plan, source = _evacuation(dhcp_env, "net-1")
-    dhcp_env.emu.revive_agent("net-1")
+    dhcp_env.emu.faults.revive_agent("net-1")
     wait_for(lambda: not dead(dhcp_env, "net-1"), 10, "net-1 alive again")
     result, _ = _run(dhcp_env, plan)
     assert {r.outcome for r in result.results} == {DhcpOutcome.SKIPPED}

@@ -44,7 +44,7 @@ def test_watch_moves_a_dead_hosts_networks_to_live_agents_with_active_ports(
     before = _dhcp_bindings(dhcp_scene)
     victims = {n for n, hosts in before.items() if "net-1" in hosts}
     assert victims
-    dhcp_scene.emu.kill_agent("net-1")
+    dhcp_scene.emu.faults.kill_agent("net-1")
     env = DhcpCloudEnv(dhcp_scene.emu, NeutronDhcp(dhcp_scene.cloud), dhcp_scene.workdir)
 
     def all_served() -> bool:
@@ -67,7 +67,7 @@ def test_a_broker_outage_makes_no_dhcp_move(dhcp_scene: Scene) -> None:
     watch = dhcp_scene.start_watch("--dhcp")
     watch.wait_event("ready")
     before = _dhcp_bindings(dhcp_scene)
-    dhcp_scene.emu.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
+    dhcp_scene.emu.faults.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
     watch.wait_event("dhcp_halt", reason="control_plane_suspect", timeout=4 * DEAD_AFTER)
     watch.wait_event("dhcp_resumed", timeout=8 * DEAD_AFTER)
     time.sleep(DEAD_AFTER)  # cycles after the gates cleared: still nothing to do
@@ -82,7 +82,7 @@ def test_neutron_auto_failover_moves_networks_in_the_same_outage(
     """The comparison stays honest: the same outage makes Neutron's DHCP failover move."""
     with scene(tmp_path, monkeypatch, neutron_auto_failover=True, **DHCP_CLOUD) as neutron:
         before = _dhcp_bindings(neutron)
-        neutron.emu.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
+        neutron.emu.faults.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
         wait_until(
             lambda: _dhcp_bindings(neutron) != before, 6 * DEAD_AFTER, "Neutron moving networks"
         )

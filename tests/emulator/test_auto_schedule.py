@@ -53,10 +53,10 @@ def test_a_revived_agent_takes_every_unhosted_router(clock: ManualClock) -> None
         lost = [rid(emu, "router-0001"), rid(emu, "router-0002")]  # on net-1 and net-2
         unbind(api, lost[0], "net-1")
         unbind(api, lost[1], "net-2")
-        emu.kill_agent("net-3")
+        emu.faults.kill_agent("net-3")
         emu.advance(100)
         assert [hosts(api, r) for r in lost] == [[], []]  # nothing resynced meanwhile
-        emu.revive_agent("net-3")
+        emu.faults.revive_agent("net-3")
         assert [hosts(api, r) for r in lost] == [["net-3"], ["net-3"]]
         assert emu.state()["auto_scheduled"] == 2
         emu.advance(2.1)  # two routers, one second each, two at a time
@@ -68,9 +68,9 @@ def test_auto_scheduling_off_leaves_unhosted_routers_alone(clock: ManualClock) -
         api = Http(emu)
         router = rid(emu, "router-0001")
         unbind(api, router, "net-1")
-        emu.kill_agent("net-3")
+        emu.faults.kill_agent("net-3")
         emu.advance(100)
-        emu.revive_agent("net-3")
+        emu.faults.revive_agent("net-3")
         assert hosts(api, router) == []
         assert emu.state()["auto_scheduled"] == 0
 
@@ -79,10 +79,10 @@ def test_a_router_on_a_dead_agent_counts_as_hosted(clock: ManualClock) -> None:
     with cloud(clock) as emu:
         api = Http(emu)
         router = rid(emu, "router-0001")
-        emu.kill_agent("net-1")
-        emu.kill_agent("net-3")
+        emu.faults.kill_agent("net-1")
+        emu.faults.kill_agent("net-3")
         emu.advance(100)
-        emu.revive_agent("net-3")
+        emu.faults.revive_agent("net-3")
         assert hosts(api, router) == ["net-1"]
 
 
@@ -94,7 +94,7 @@ def test_enabling_an_agent_and_a_partition_ending_are_full_resyncs(clock: Manual
         assert api.call("PUT", agent, {"agent": {"admin_state_up": False}})[0] == 200
         unbind(api, first, "net-1")
         assert hosts(api, first) == []  # a disabled agent's resync schedules nothing
-        emu.mgmt_partition("net-2", 50)
+        emu.faults.mgmt_partition("net-2", 50)
         assert api.call("PUT", agent, {"agent": {"admin_state_up": True}})[0] == 200
         assert hosts(api, first) == ["net-3"]
         unbind(api, second, "net-2")
@@ -110,11 +110,11 @@ def test_ha_routers_are_topped_up_one_replica_per_resync(clock: ManualClock) -> 
         router = rid(emu, "router-0001")
         assert hosts(api, router) == ["net-1", "net-2"]
         for host in ("net-4", "net-5"):
-            emu.kill_agent(host)
+            emu.faults.kill_agent(host)
         emu.advance(100)
-        emu.revive_agent("net-4")
+        emu.faults.revive_agent("net-4")
         assert hosts(api, router) == ["net-1", "net-2", "net-4"]
-        emu.revive_agent("net-5")  # three replicas already: max_l3_agents_per_router
+        emu.faults.revive_agent("net-5")  # three replicas already: max_l3_agents_per_router
         assert hosts(api, router) == ["net-1", "net-2", "net-4"]
 
 
@@ -123,11 +123,11 @@ def test_ha_top_up_is_capped_by_live_agents_and_counts_dead_replicas(clock: Manu
         api = Http(emu)
         router = rid(emu, "router-0001")
         for host in ("net-2", "net-3", "net-4"):
-            emu.kill_agent(host)
+            emu.faults.kill_agent(host)
         emu.advance(100)
-        emu.revive_agent("net-3")  # live: net-1, net-3 -> target 2, and it has 2 (one dead)
+        emu.faults.revive_agent("net-3")  # live: net-1, net-3 -> target 2, and it has 2 (one dead)
         assert hosts(api, router) == ["net-1", "net-2"]
-        emu.revive_agent("net-4")  # live: 3 -> target 3
+        emu.faults.revive_agent("net-4")  # live: 3 -> target 3
         assert hosts(api, router) == ["net-1", "net-2", "net-4"]
 
 
@@ -138,7 +138,7 @@ def test_updating_an_unhosted_router_schedules_it_to_the_least_loaded_agent(
         api = Http(emu)
         router = rid(emu, "router-0001")  # net-1 has router-0001 and router-0004
         unbind(api, router, "net-1")
-        emu.kill_agent("net-3")
+        emu.faults.kill_agent("net-3")
         emu.advance(100)  # net-3 is dead; net-1 is left with one router, net-2 has two
         reply = api.call("PUT", f"/v2.0/routers/{router}", {"router": {"description": "x"}})
         assert reply[0] == 200
@@ -153,11 +153,11 @@ def test_binding_moves_no_port_the_fetching_agent_does(clock: ManualClock) -> No
     with cloud(clock) as emu:
         api = Http(emu)
         router = rid(emu, "router-0001")
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(100)
         unbind(api, router, "net-1")  # a dead agent tears nothing down
         assert ports(api, router) == {("net-1", "ACTIVE")}
-        emu.mgmt_partition("net-2", 30)
+        emu.faults.mgmt_partition("net-2", 30)
         bind(api, router, "net-2")  # the RPC is lost: net-2 never fetches it
         emu.advance(10)
         assert ports(api, router) == {("net-1", "ACTIVE")}  # stale, on the old host
@@ -173,7 +173,7 @@ def test_binding_to_a_dead_agent_leaves_the_ports_where_they_were(clock: ManualC
         router = rid(emu, "router-0001")
         unbind(api, router, "net-1")  # net-1 is alive: it tears the router down
         assert ports(api, router) == {("net-1", "DOWN")}
-        emu.kill_agent("net-3")
+        emu.faults.kill_agent("net-3")
         bind(api, router, "net-3")
         emu.advance(100)
         assert ports(api, router) == {("net-1", "DOWN")}
@@ -187,7 +187,7 @@ def test_a_new_replicas_ha_port_is_bound_when_its_agent_fetches_the_router(
         api = Http(emu)
         router = rid(emu, "router-0001")
         ha = "network:router_ha_interface"
-        emu.mgmt_partition("net-3", 10)
+        emu.faults.mgmt_partition("net-3", 10)
         bind(api, router, "net-3")  # the RPC is lost: net-3 has not fetched the router
         assert ports(api, router, ha) == {("net-1", "ACTIVE"), ("net-2", "ACTIVE"), ("", "DOWN")}
         emu.advance(10.5)  # net-3 back: its resync is processing the router
@@ -206,7 +206,7 @@ def test_ha_central_ports_stay_active_on_a_dead_active_until_the_new_one_reports
         api = Http(emu)
         router = rid(emu, "router-0001")
         gateway = "network:router_gateway"
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(5)  # net-2 has not taken over yet
         assert ports(api, router, gateway) == {("net-1", "ACTIVE")}  # nobody reports it down
         emu.advance(5)  # net-2 took over (7 s) and reported active (2 s later): they follow

@@ -27,12 +27,12 @@ def test_listener_closes_while_router_is_dark_and_reopens(clock: ManualClock) ->
         assert all(a.startswith("127.42.0.") for a in addresses)
         assert all(connects(a) for a in addresses)
         first_id = next(iter(with_listener))  # router-0001 on net-1
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         assert emu.dataplane()[first_id]["reachable"] is False
         assert not connects(addresses[0])
         assert connects(addresses[1])  # router-0002 lives on net-2
         emu.advance(10)
-        emu.revive_agent("net-1")
+        emu.faults.revive_agent("net-1")
         assert not connects(addresses[0])  # the restarted agent must process it first
         emu.advance(3)
         assert emu.dataplane()[first_id]["address"] == addresses[0]
@@ -45,7 +45,7 @@ def test_dataplane_endpoint_and_state(clock: ManualClock) -> None:
         api = Http(emu)
         status, doc = api.get("/_emulator/dataplane")
         assert status == 200 and set(doc) == set(emu.dataplane())
-        emu.dataplane_fail("net-2")
+        emu.faults.dataplane_fail("net-2")
         status, state = api.get("/_emulator/state")
         assert status == 200
         assert state["routers"] == 3 and state["unreachable"] == 1
@@ -86,7 +86,7 @@ def test_configured_dataplane_port_and_a_duplicate_gateway_refuses(clock: Manual
         ip = gateway_ips(api)["router-0001"]
         assert connects(f"{ip}:{port}")
         rid = next(r.id for r in emu.world.routers.values() if r.name == "router-0001")
-        emu.mgmt_partition("net-1", 100)
+        emu.faults.mgmt_partition("net-1", 100)
         api.call("DELETE", f"/v2.0/agents/{api.agent_id('net-1')}/l3-routers/{rid}")
         api.call("POST", f"/v2.0/agents/{api.agent_id('net-2')}/l3-routers", {"router_id": rid})
         assert connects(f"{ip}:{port}")  # the stale copy on net-1 still answers

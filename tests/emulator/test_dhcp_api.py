@@ -181,11 +181,11 @@ def test_disabled_agent_is_refused_and_drops_its_ports_but_keeps_bindings(
 def test_dead_agent_accepts_a_network_that_waits_for_its_resync(http: Http, emu: Emulator) -> None:
     ids = dhcp_ids(http)
     net = networks_of(http, ids["net-1"])[0]
-    emu.kill_agent("net-3")
+    emu.faults.kill_agent("net-3")
     emu.advance(emu.cfg.agent_down_time + emu.cfg.report_interval)
     assert add(http, ids["net-3"], net) == (201, None)
     assert not [p for p in dhcp_ports(http, net) if p["binding:host_id"] == "net-3"]
-    emu.revive_agent("net-3")
+    emu.faults.revive_agent("net-3")
     emu.advance(2 * emu.cfg.dhcp_network_time + 0.1)
     mine = [p for p in dhcp_ports(http, net) if p["binding:host_id"] == "net-3"]
     assert [p["status"] for p in mine] == ["ACTIVE"]
@@ -322,7 +322,7 @@ def test_deleting_a_network_a_cut_off_agent_serves_is_forgotten_at_its_resync(
 ) -> None:
     ids = dhcp_ids(http)
     net = networks_of(http, ids["net-1"])[0]
-    emu.mgmt_partition("net-1", 20)
+    emu.faults.mgmt_partition("net-1", 20)
     assert http.call("DELETE", f"/v2.0/networks/{net}")[0] == 204
     emu.advance(20 + emu.cfg.report_interval + 1)
     (agent,) = [

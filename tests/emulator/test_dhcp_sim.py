@@ -39,14 +39,14 @@ def test_kill_agent_takes_the_nodes_l3_and_dhcp_agents_down_and_revive_brings_bo
     clock: ManualClock,
 ) -> None:
     with make(clock, agents=3, routers=3, dhcp_agents=3, networks=6) as emu:
-        emu.kill_agent("net-2")
+        emu.faults.kill_agent("net-2")
         emu.advance(emu.cfg.agent_down_time + emu.cfg.report_interval)
         now = emu.clock.wall()
         assert not emu.sim.is_alive(emu.world.agents_by_host["net-2"], now)
         assert not emu.sim.is_alive(dhcp_agent(emu, "net-2"), now)
         assert emu.state()["dhcp"]["unserved"] == 2
         assert emu.sim.is_alive(dhcp_agent(emu, "net-1"), now)
-        emu.revive_agent("net-2")
+        emu.faults.revive_agent("net-2")
         emu.advance(3 * emu.cfg.dhcp_network_time)
         assert emu.sim.is_alive(dhcp_agent(emu, "net-2"), emu.clock.wall())
         assert emu.state()["dhcp"]["unserved"] == 0
@@ -54,7 +54,7 @@ def test_kill_agent_takes_the_nodes_l3_and_dhcp_agents_down_and_revive_brings_bo
 
 def test_a_dhcp_only_node_is_found_by_its_host(clock: ManualClock) -> None:
     with make(clock, agents=2, routers=2, dhcp_agents=3, networks=3) as emu:
-        emu.kill_agent("net-3")  # no L3 agent on net-3
+        emu.faults.kill_agent("net-3")  # no L3 agent on net-3
         assert not dhcp_agent(emu, "net-3").running
         assert emu.world.agents_by_host["net-1"].running
 
@@ -63,7 +63,7 @@ def test_separate_dhcp_hosts_do_not_share_the_l3_nodes_fate(clock: ManualClock) 
     with make(
         clock, agents=2, routers=2, dhcp_agents=2, networks=2, dhcp_host_prefix="dhcp"
     ) as emu:
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         assert dhcp_agent(emu, "dhcp-1").running
         assert sorted(emu.world.dhcp.agents_by_host) == ["dhcp-1", "dhcp-2"]
 
@@ -77,7 +77,7 @@ def test_cut_off_agent_keeps_serving_a_removed_network_until_it_resyncs(
         net = emu.world.networks[net_id]
         emu.sim.dhcp.add(net, dhcp_agent(emu, "net-2"))  # moved: net-2 first, then net-1 off
         emu.advance(emu.cfg.dhcp_network_time)
-        emu.mgmt_partition("net-1", 20)
+        emu.faults.mgmt_partition("net-1", 20)
         emu.sim.dhcp.remove(net, agent)
         port = next(p for p in emu.world.dhcp.ports_by_network[net_id] if p.host == "net-1")
         assert (port.device_id, port.status) == (RESERVED_DEVICE_ID, "ACTIVE")
@@ -91,7 +91,7 @@ def test_network_added_while_cut_off_is_set_up_at_reconnection(clock: ManualCloc
     with make(clock, agents=2, routers=2, dhcp_agents=2, networks=2) as emu:
         agent = dhcp_agent(emu, "net-2")
         net = emu.world.networks[next(iter(emu.world.dhcp.networks_of(dhcp_agent(emu, "net-1"))))]
-        emu.mgmt_partition("net-2", 20)
+        emu.faults.mgmt_partition("net-2", 20)
         emu.sim.dhcp.add(net, agent)
         emu.advance(10)
         assert active_port_hosts(emu, net.name) == ["net-1"]
@@ -104,7 +104,7 @@ def test_resync_auto_schedules_an_unhosted_network_to_the_agent(clock: ManualClo
         first = dhcp_agent(emu, "net-1")
         (net_id,) = list(emu.world.dhcp.networks_of(first))
         emu.sim.dhcp.remove(emu.world.networks[net_id], first)
-        emu.mgmt_partition("net-2", 1)  # net-2 reconnects and does a full resync
+        emu.faults.mgmt_partition("net-2", 1)  # net-2 reconnects and does a full resync
         emu.advance(2 + emu.cfg.dhcp_network_time)
         assert placement(emu)["tenant-net-0001"] == ["net-2"]
         assert emu.sim.dhcp.auto_scheduled == 1
@@ -116,7 +116,7 @@ def test_auto_failover_moves_a_dead_nodes_networks_after_the_dead_limit(
     with make(
         clock, agents=4, routers=4, dhcp_agents=4, networks=12, neutron_auto_failover=True
     ) as emu:
-        emu.kill_agent("net-4")
+        emu.faults.kill_agent("net-4")
         emu.advance(emu.cfg.agent_down_time * 1.5)  # dead, but not for 2 x agent_down_time
         assert emu.sim.dhcp_failover.removed == 0
         emu.advance(emu.cfg.agent_down_time * 2)
@@ -135,7 +135,7 @@ def test_auto_failover_skips_when_no_dhcp_agent_is_alive(clock: ManualClock) -> 
         clock, agents=3, routers=3, dhcp_agents=3, networks=6, neutron_auto_failover=True
     ) as emu:
         before = placement(emu)
-        emu.broker_outage(600)
+        emu.faults.broker_outage(600)
         emu.advance(590)
         counters = emu.sim.dhcp_failover.counters()
         assert counters["skipped"] >= 1 and counters["removed"] == 0
@@ -163,7 +163,7 @@ def test_staggered_reconnection_lets_neutron_move_networks_off_agents_still_cut_
 def test_a_just_revived_agent_is_given_its_start_up_grace(clock: ManualClock) -> None:
     with make(clock, agents=2, routers=2, dhcp_agents=2, networks=4) as emu:
         agent = dhcp_agent(emu, "net-2")
-        emu.kill_agent("net-2")
+        emu.faults.kill_agent("net-2")
         emu.advance(emu.cfg.agent_down_time + emu.cfg.report_interval)
         with emu.world.lock:
             agent.heartbeat -= timedelta(seconds=1000)

@@ -30,16 +30,16 @@ def test_fault_endpoint_applies_and_rejects(small: Emulator, api: Http) -> None:
 
 
 def test_api_errors_outage_and_latency(small: Emulator, api: Http) -> None:
-    small.api_errors(1.0, 502)
+    small.faults.api_errors(1.0, 502)
     status, doc = api.get("/v2.0/agents")
     assert status == 502 and doc["NeutronError"]["type"] == "HTTPBadGateway"
     assert api.get("/_emulator/state")[0] == 200  # the control API is never faulted
-    small.api_errors(0.0, 500)
-    small.api_outage(30)
+    small.faults.api_errors(0.0, 500)
+    small.faults.api_outage(30)
     assert api.get("/v2.0/routers")[0] == 503
     small.advance(31)
     assert api.get("/v2.0/routers")[0] == 200
-    small.api_latency(60)
+    small.faults.api_latency(60)
     started = time.monotonic()
     assert api.get("/v2.0/routers")[0] == 200
     assert time.monotonic() - started >= 0.06
@@ -101,13 +101,13 @@ def test_non_finite_scenario_values_are_rejected(tmp_path: Path) -> None:
 def test_client_hanging_up_early_prints_no_traceback(
     small: Emulator, api: Http, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    small.api_latency(100)
+    small.faults.api_latency(100)
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", small.port), timeout=5) as sock:
             sock.sendall(b"GET /v2.0/routers HTTP/1.1\r\nHost: x\r\n\r\n")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     time.sleep(0.4)  # real time: the server answers after its 100 ms latency
-    small.api_latency(0)
+    small.faults.api_latency(0)
     assert api.get("/v2.0/routers")[0] == 200
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Error" not in err, err

@@ -40,7 +40,7 @@ def two(clock: ManualClock) -> Emulator:
 def test_move_off_a_partitioned_forwarding_agent_duplicates_until_it_resyncs(
     two: Emulator,
 ) -> None:
-    two.mgmt_partition("net-1", 300)
+    two.faults.mgmt_partition("net-1", 300)
     router = move(two, "router-0001", "net-1", "net-2")
     assert reachable(two, router)  # only the stale copy on net-1 forwards so far
     two.advance(1.1)  # net-2 has set it up: the gateway address is on two nodes
@@ -56,7 +56,7 @@ def test_move_off_a_partitioned_forwarding_agent_duplicates_until_it_resyncs(
 
 
 def test_move_onto_a_cut_off_agent_forwards_only_after_it_reconnects(two: Emulator) -> None:
-    two.mgmt_partition("net-2", 100)
+    two.faults.mgmt_partition("net-2", 100)
     router = move(two, "router-0001", "net-1", "net-2")
     assert not reachable(two, router)  # net-1 dropped it; net-2 never heard of it
     two.advance(99)
@@ -68,7 +68,7 @@ def test_move_onto_a_cut_off_agent_forwards_only_after_it_reconnects(two: Emulat
 
 
 def test_during_a_broker_outage_agents_neither_drop_nor_pick_up_routers(two: Emulator) -> None:
-    two.broker_outage(60)
+    two.faults.broker_outage(60)
     router = move(two, "router-0001", "net-1", "net-2")
     two.advance(59)
     assert reachable(two, router)  # net-1 still runs its copy; net-2 has not set it up
@@ -82,7 +82,7 @@ def test_during_a_broker_outage_agents_neither_drop_nor_pick_up_routers(two: Emu
 
 
 def test_rebinding_to_the_partitioned_agent_keeps_its_copy_forwarding(two: Emulator) -> None:
-    two.mgmt_partition("net-1", 300)
+    two.faults.mgmt_partition("net-1", 300)
     router = rid(two, "router-0001")
     api = Http(two)
     net1 = api.agent_id("net-1")
@@ -129,9 +129,9 @@ def test_broker_outage_spread_as_fault_words_and_endpoint(small: Emulator, api: 
 def test_rpc_added_routers_are_processed_ahead_of_the_full_resync(clock: ManualClock) -> None:
     with make(clock, agents=2, routers=20, agent_concurrency=1, router_base_time=1.0,
               router_port_time=0.0) as emu:
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(5)
-        emu.revive_agent("net-1")  # 10 routers to resync, one at a time, 1 s each
+        emu.faults.revive_agent("net-1")  # 10 routers to resync, one at a time, 1 s each
         router = move(emu, "router-0002", "net-2", "net-1")
         emu.advance(1.9)
         assert not reachable(emu, router)
@@ -148,9 +148,9 @@ def test_a_new_primary_shows_after_the_advert_interval_and_batches(clock: Manual
             agents = api.get(f"/v2.0/routers/{rid(emu, name)}/l3-agents")[1]["agents"]
             return next(a["ha_state"] for a in agents if a["host"] == host)
 
-        emu.kill_agent("net-1")  # router-0001: net-2 takes over at 7 s
+        emu.faults.kill_agent("net-1")  # router-0001: net-2 takes over at 7 s
         emu.advance(1.5)
-        emu.kill_agent("net-3")  # router-0003: net-2 takes over at 8.5 s
+        emu.faults.kill_agent("net-3")  # router-0003: net-2 takes over at 8.5 s
         emu.advance(7.4)
         assert state_on("router-0001", "net-2") == "standby"
         emu.advance(0.2)  # 9.1: reported 2 s after the takeover; notifier busy until 11
@@ -170,14 +170,14 @@ def test_dead_replicas_already_unknown_do_not_count_as_all_dead(clock: ManualClo
             agents = api.get(f"/v2.0/routers/{router}/l3-agents")[1]["agents"]
             return {a["host"]: a["ha_state"] for a in agents}
 
-        emu.kill_agent("net-1")
-        emu.kill_agent("net-2")
+        emu.faults.kill_agent("net-1")
+        emu.faults.kill_agent("net-2")
         emu.advance(120)
         assert states() == {"net-1": "unknown", "net-2": "standby"}
-        emu.revive_agent("net-2")
+        emu.faults.revive_agent("net-2")
         emu.advance(30)
         assert states() == {"net-1": "unknown", "net-2": "active"}
-        emu.kill_agent("net-2")
+        emu.faults.kill_agent("net-2")
         emu.advance(120)
         # neutron counts dead active and dead standby replicas only: 1 of 2 -> standby
         assert states() == {"net-1": "unknown", "net-2": "standby"}

@@ -25,7 +25,7 @@ def test_broker_outage_with_every_agent_dead_leaves_every_router_on_its_agent(
 ) -> None:
     with make(clock, agents=3, routers=30, neutron_auto_failover=True) as emu:
         before = placement(emu)
-        emu.broker_outage(600)
+        emu.faults.broker_outage(600)
         emu.advance(590)
         counters = emu.sim.failover.counters()
         assert counters["passes"] >= 10
@@ -64,7 +64,7 @@ def test_an_ha_binding_ends_the_pass_so_later_routers_never_move(clock: ManualCl
         ha = {r.name for r in emu.world.routers.values() if r.ha}
         first_ha = next(i for i, name in enumerate(order) if name in ha)
         assert first_ha == 3 and len(order) == 8  # L L L H H L L L
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(600)  # many passes
         stays = {name for name, hosts in placement(emu).items() if "net-1" in hosts}
         assert stays == set(order[first_ha:])
@@ -78,7 +78,7 @@ def test_an_ha_binding_first_blocks_every_move(clock: ManualClock) -> None:
               neutron_auto_failover=True) as emu:
         assert down_order(emu, "net-1")[0] == "router-0001"  # HA, ahead of six legacy
         before = placement(emu)
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(400)
         assert placement(emu) == before
         assert emu.sim.failover.moves == 0 and emu.sim.failover.aborted >= 2
@@ -91,7 +91,7 @@ def test_each_move_blocks_the_pass_and_a_long_pass_makes_the_next_wait(
               neutron_auto_failover=True, neutron_move_time=4.0) as emu:
         failover = emu.sim.failover
         assert failover.interval == 5 and failover.dead_limit == 20
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         while failover.moves == 0:
             emu.advance(0.5)
         start = failover.pass_starts[-1]
@@ -115,12 +115,12 @@ def test_an_agent_back_online_is_skipped_for_the_rest_of_the_pass(clock: ManualC
                       for r in emu.world.routers.values()}
         walk = sorted((rid, host) for rid, host in first_host.items()
                       if host in ("net-1", "net-2"))
-        emu.kill_agent("net-1")
-        emu.kill_agent("net-2")
+        emu.faults.kill_agent("net-1")
+        emu.faults.kill_agent("net-2")
         while failover.moves == 0:
             emu.advance(0.5)
         emu.advance(5.0)  # two moves done; the walk goes on at +8 s
-        emu.revive_agent("net-2")
+        emu.faults.revive_agent("net-2")
         emu.advance(60)
         moved_net2 = [rid for rid, host in walk[:2] if host == "net-2"]
         kept = {rid for rid, host in walk[2:] if host == "net-2"}
@@ -134,9 +134,9 @@ def test_a_move_onto_an_agent_that_cannot_receive_times_out_and_unhosts(
 ) -> None:
     with make(clock, agents=2, routers=2, neutron_auto_failover=True) as emu:
         failover = emu.sim.failover
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(150)
-        emu.mgmt_partition("net-2", 400)  # still alive for the server for up to 75 s
+        emu.faults.mgmt_partition("net-2", 400)  # still alive for the server for up to 75 s
         while not failover.timed_out:
             emu.advance(1)
         rid = next(r.id for r in emu.world.routers.values() if r.name == "router-0001")

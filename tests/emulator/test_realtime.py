@@ -27,6 +27,6 @@ def test_background_thread_runs_the_simulation() -> None:
         api.call("POST", f"/v2.0/agents/{ids['net-2']}/l3-routers", {"router_id": rid})
         assert wait_for(lambda: {p["status"] for p in
                                  api.get("/v2.0/ports", device_id=rid)[1]["ports"]} == {"ACTIVE"})
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         assert wait_for(lambda: not api.get(f"/v2.0/agents/{ids['net-1']}")[1]["agent"]["alive"])
         assert api.get(f"/v2.0/agents/{ids['net-2']}")[1]["agent"]["alive"] is True

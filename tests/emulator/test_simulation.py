@@ -38,7 +38,7 @@ def port_states(api: Http, rid: str) -> set[tuple[str, str]]:
 
 
 def test_killed_agent_turns_dead_after_agent_down_time(small: Emulator, api: Http) -> None:
-    small.kill_agent("net-3")
+    small.faults.kill_agent("net-3")
     small.advance(44)  # last heartbeat is at most 30 s old at the kill
     assert agent(api, "net-3")["alive"] is True
     small.advance(32)
@@ -50,9 +50,9 @@ def test_killed_agent_turns_dead_after_agent_down_time(small: Emulator, api: Htt
 
 def test_revive_changes_started_at_and_heartbeats_again(small: Emulator, api: Http) -> None:
     before = agent(api, "net-2")
-    small.kill_agent("net-2")
+    small.faults.kill_agent("net-2")
     small.advance(100)
-    small.revive_agent("net-2")
+    small.faults.revive_agent("net-2")
     after = agent(api, "net-2")
     assert after["alive"] is True
     assert after["started_at"] != before["started_at"]
@@ -100,7 +100,7 @@ def test_slow_agent_takes_longer(slow_cloud: Emulator) -> None:
     api = Http(slow_cloud)
     net1, net2 = api.agent_id("net-1"), api.agent_id("net-2")
     rid = router_id(slow_cloud, "router-0001")
-    slow_cloud.slow_agent("net-2", 5)
+    slow_cloud.faults.slow_agent("net-2", 5)
     api.call("DELETE", f"/v2.0/agents/{net1}/l3-routers/{rid}")
     api.call("POST", f"/v2.0/agents/{net2}/l3-routers", {"router_id": rid})
     slow_cloud.advance(4.9)
@@ -115,7 +115,7 @@ def test_ha_takeover_after_vrrp_delay(small: Emulator, api: Http) -> None:
     gateway = api.get("/v2.0/ports", device_id=rid,
                       device_owner="network:router_gateway")[1]["ports"][0]
     assert gateway["binding:host_id"] == "net-1"
-    small.kill_agent("net-1")
+    small.faults.kill_agent("net-1")
     assert small.dataplane()[rid]["reachable"] is False
     small.advance(6.9)
     assert small.dataplane()[rid]["reachable"] is False
@@ -136,8 +136,8 @@ def test_ha_takeover_after_vrrp_delay(small: Emulator, api: Http) -> None:
 
 def test_ha_state_unknown_when_all_replicas_dead(small: Emulator, api: Http) -> None:
     rid = router_id(small, "router-0001")
-    small.kill_agent("net-1")
-    small.kill_agent("net-2")
+    small.faults.kill_agent("net-1")
+    small.faults.kill_agent("net-2")
     small.advance(120)
     assert ha_states(api, rid) == {"net-1": "unknown", "net-2": "standby"}
     assert small.dataplane()[rid]["reachable"] is False
@@ -145,17 +145,17 @@ def test_ha_state_unknown_when_all_replicas_dead(small: Emulator, api: Http) -> 
 
 def test_split_brain_reports_two_actives(small: Emulator, api: Http) -> None:
     rid = router_id(small, "router-0002")
-    assert small.split_brain(rid, seconds=10) == 2
+    assert small.faults.split_brain(rid, seconds=10) == 2
     assert sorted(ha_states(api, rid).values()) == ["active", "active"]
     small.advance(11)
     assert sorted(ha_states(api, rid).values()) == ["active", "standby"]
-    assert small.split_brain("router-0002", seconds=1) == 2  # names work too
+    assert small.faults.split_brain("router-0002", seconds=1) == 2  # names work too
     with pytest.raises(FaultError, match="unknown HA router 'router-0005'"):
-        small.split_brain("router-0005")
+        small.faults.split_brain("router-0005")
 
 
 def test_broker_outage_kills_heartbeats_not_forwarding(small: Emulator, api: Http) -> None:
-    small.broker_outage(120)
+    small.faults.broker_outage(120)
     small.advance(110)
     agents = api.get("/v2.0/agents", agent_type="L3 agent")[1]["agents"]
     assert [a["alive"] for a in agents] == [False] * 4
@@ -166,8 +166,8 @@ def test_broker_outage_kills_heartbeats_not_forwarding(small: Emulator, api: Htt
 
 
 def test_mgmt_partition_and_dataplane_fail(small: Emulator, api: Http) -> None:
-    small.mgmt_partition("net-3", 200)
-    small.dataplane_fail("net-4")
+    small.faults.mgmt_partition("net-3", 200)
+    small.faults.dataplane_fail("net-4")
     small.advance(100)
     assert agent(api, "net-3")["alive"] is False
     assert agent(api, "net-4")["alive"] is True
@@ -205,7 +205,7 @@ def test_overloaded_agent_stops_forwarding(clock: ManualClock) -> None:
 def test_neutron_auto_failover_moves_routers_off_dead_agents(clock: ManualClock) -> None:
     with make(clock, agents=3, routers=6, neutron_auto_failover=True) as emu:
         api = Http(emu)
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         emu.advance(150)
         assert len(api.get(f"/v2.0/agents/{api.agent_id('net-1')}/l3-routers")[1]["routers"]) == 2
         emu.advance(75)
@@ -234,11 +234,11 @@ def test_rebind_during_processing_starts_over(slow_cloud: Emulator) -> None:
 def test_restarting_a_healthy_agent_keeps_forwarding(small: Emulator, api: Http) -> None:
     before = agent(api, "net-3")
     small.advance(5)
-    small.revive_agent("net-3")
+    small.faults.revive_agent("net-3")
     assert agent(api, "net-3")["started_at"] != before["started_at"]
     assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is True
-    small.dataplane_fail("net-3")
-    small.revive_agent("net-3")
+    small.faults.dataplane_fail("net-3")
+    small.faults.revive_agent("net-3")
     assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is False
     small.advance(5)
     assert small.dataplane()[router_id(small, "router-0003")]["reachable"] is True

@@ -61,7 +61,7 @@ def test_a_dead_agents_routers_stop_counting_and_a_moved_router_counts_on_its_ne
         }
         on_1 = sorted(r for r, h in hosts.items() if h == "net-1")
         emu.advance(5.0)
-        emu.kill_agent("net-1")
+        emu.faults.kill_agent("net-1")
         _, at_death = _scrape(emu)
         emu.advance(5.0)
         _, later = _scrape(emu)

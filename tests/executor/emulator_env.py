@@ -47,7 +47,7 @@ class Env:
 
     def kill(self, host: str) -> str:
         agent_id = self.agent_id(host)
-        self.emu.kill_agent(host)
+        self.emu.faults.kill_agent(host)
         wait_until(lambda: not self.cloud.get_agent(agent_id).alive, what=f"{host} dead")
         return agent_id
 

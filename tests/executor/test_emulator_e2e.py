@@ -68,7 +68,7 @@ def _source_comes_back(env: Env) -> None:
     def revive_after_first(progress: Progress) -> None:
         if not revived:
             revived.append(True)
-            env.emu.revive_agent("net-1")
+            env.emu.faults.revive_agent("net-1")
             wait_until(lambda: env.cloud.get_agent(source).alive, what="net-1 alive")
 
     executor, _ = env.executor(concurrency=1, rate=4.0, burst=1)
@@ -89,10 +89,10 @@ def _source_comes_back(env: Env) -> None:
 def test_injected_api_errors_are_retried_and_every_router_is_hosted(env: Env) -> None:
     source = env.kill("net-1")
     plan = env.evacuation("net-1")
-    env.emu.api_errors(0.2, 500)
+    env.emu.faults.api_errors(0.2, 500)
     executor, _ = env.executor(retries=8, backoff=0.01, backoff_max=0.05)
     result = executor.run(plan)
-    env.emu.api_errors(0.0, 500)
+    env.emu.faults.api_errors(0.0, 500)
     assert result.ok, result.summary()
     assert result.counts()["moved"] == len(plan.moves)
     assert_hosted_and_active(env, [m.router_id for m in plan.moves], {source})

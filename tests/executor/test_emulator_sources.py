@@ -94,7 +94,7 @@ def test_ha_replicas_are_kept_once_the_source_is_back(
         assert len(moves) >= 4
 
         def revive() -> None:  # right after the first new replica is bound
-            env.emu.revive_agent("net-1")
+            env.emu.faults.revive_agent("net-1")
             wait_until(lambda: env.cloud.get_agent(source).alive, what="net-1 alive")
 
         cloud = TriggerCloud(env.cloud, "bind", revive)
@@ -120,7 +120,7 @@ def test_ha_replicas_are_kept_once_the_source_is_back(
 def test_a_move_cut_by_an_api_outage_is_put_back_on_an_agent(env: Env) -> None:
     source = env.kill("net-1")
     plan = env.evacuation("net-1")
-    cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.api_outage(0.6))
+    cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.faults.api_outage(0.6))
     executor, _ = env.executor(
         cloud=cloud,  # type: ignore[arg-type]
         concurrency=1,
@@ -146,7 +146,7 @@ def test_a_router_neutron_auto_schedules_in_the_gap_is_reported_where_it_is(
     try:
         source, spare = env.kill("net-1"), env.kill("net-4")
         plan = env.evacuation("net-1", targets=[env.agent_id("net-2")])
-        cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.revive_agent("net-4"))
+        cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.faults.revive_agent("net-4"))
         executor, _ = env.executor(cloud)  # type: ignore[arg-type]
         result = executor.run(plan)
         assert result.ok and {r.outcome for r in result.results} == {MoveOutcome.MOVED}

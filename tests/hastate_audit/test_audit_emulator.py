@@ -70,7 +70,7 @@ def test_healthy_ha_routers_audit_clean(emu: Emulator, capsys: pytest.CaptureFix
 
 def test_split_brain_is_critical(emu: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
     router = _ha_routers(_snapshot())[0]
-    assert emu.split_brain(router) == 2
+    assert emu.faults.split_brain(router) == 2
     code, found = _audit(capsys)
     assert code == 2
     assert found == {router: {"split_brain"}}
@@ -82,7 +82,7 @@ def test_dead_active_gives_no_active_then_takeover_then_repair(
     snap = _snapshot()
     router = _ha_routers(snap)[0]
     dead_host = _active_host(snap, router)
-    emu.kill_agent(dead_host)
+    emu.faults.kill_agent(dead_host)
     emu.advance(2.0)  # the agent is dead; VRRP has not taken over yet
     code, found = _audit(capsys)
     assert code == 2
@@ -112,7 +112,7 @@ def test_all_replicas_dead_is_unknown(emu: Emulator, capsys: pytest.CaptureFixtu
     snap = _snapshot()
     router = _ha_routers(snap)[1]
     for binding in snap.bindings_of_router(router):
-        emu.kill_agent(snap.agents_by_id[binding.agent_id].host)
+        emu.faults.kill_agent(snap.agents_by_id[binding.agent_id].host)
     emu.advance(2.0)
     code, found = _audit(capsys)
     assert code == 2

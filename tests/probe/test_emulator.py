@@ -59,9 +59,9 @@ def test_killed_agent_outages_match_the_emulators_data_plane(emulator: Emulator)
     probe = ProbeThread(config, sources=[poller]).start()
     probe.wait_started()
     time.sleep(0.3)
-    emulator.kill_agent("net-1")
+    emulator.faults.kill_agent("net-1")
     time.sleep(1.6)
-    emulator.revive_agent("net-1")
+    emulator.faults.revive_agent("net-1")
     result = probe.join()
     after = emulator.dataplane()
 
@@ -116,7 +116,7 @@ def test_cli_events_from_the_emulator_land_in_the_report(
         deadline = time.monotonic() + 20
         while not (out / "samples.jsonl").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        emulator.kill_agent("net-1")
+        emulator.faults.kill_agent("net-1")
         stdout, stderr = runner.communicate(timeout=30)
     finally:
         runner.kill()

@@ -94,7 +94,7 @@ def test_probe_events_show_an_evacuation_from_another_process(
         try:
             wait_for((out / "samples.jsonl").exists, 20)
             time.sleep(0.5)
-            emu.kill_agent("net-1")
+            emu.faults.kill_agent("net-1")
             time.sleep(1.5)
             assert main(["evacuate", "net-1", "--port-timeout", "20"]) == 0
             _, stderr = probe.communicate(timeout=40)

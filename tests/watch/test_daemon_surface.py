@@ -51,7 +51,7 @@ def test_dry_run_logs_the_moves_it_would_make_and_changes_nothing(cloud: Scene) 
     watch.wait_event("ready")
     before = cloud.bindings()
     victims = {r for r, hosts in before.items() if "net-3" in hosts}
-    cloud.emu.kill_agent("net-3")
+    cloud.emu.faults.kill_agent("net-3")
     wait_until(
         lambda: {e["router"] for e in watch.events("move")} >= victims, 20, "the planned moves"
     )
@@ -80,7 +80,7 @@ def test_metrics_are_served_on_loopback_with_verdicts_gate_and_leader(cloud: Sce
     port = free_port()
     watch = cloud.start_watch("--metrics-port", str(port))  # the last flag wins
     watch.wait_event("ready")
-    cloud.emu.kill_agent("net-5")
+    cloud.emu.faults.kill_agent("net-5")
     wait_until(lambda: _metric(port, "l3ha_agents", verdict="dead") == 1.0, 20, "dead agent")
     assert _metric(port, "l3ha_leader") == 1.0
     assert _metric(port, "l3ha_gate_halted") == 0.0

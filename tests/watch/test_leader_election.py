@@ -55,7 +55,7 @@ def test_one_leader_acts_and_a_follower_takes_over_a_killed_leader(
 
         before = made.bindings()
         victims = _on(made, "net-3")
-        made.emu.kill_agent("net-3")
+        made.emu.faults.kill_agent("net-3")
         first.wait_event("action", action="evacuate")
         wait_until(lambda: len(_on(made, "net-3")) < len(victims) - 2, 20, "first moves")
         first.kill()  # kill -9 mid-evacuation

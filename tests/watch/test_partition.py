@@ -36,7 +36,7 @@ def test_with_the_dataplane_probe_a_partitioned_agent_is_left_alone(
         watch.wait_event("ready")
         before = made.bindings()
         hosted = _routers_of(made, "net-2")
-        made.emu.mgmt_partition("net-2", PARTITION)
+        made.emu.faults.mgmt_partition("net-2", PARTITION)
         watch.wait_event(
             "verdict", timeout=3 * DEAD_AFTER + 5, agent="net-2", verdict="partitioned"
         )
@@ -54,7 +54,7 @@ def test_without_it_routers_move_and_the_duplicates_cost_an_outage(
         watch = made.start_watch()
         watch.wait_event("ready")
         hosted = _routers_of(made, "net-2")
-        made.emu.mgmt_partition("net-2", PARTITION)
+        made.emu.faults.mgmt_partition("net-2", PARTITION)
         wait_until(lambda: not _routers_of(made, "net-2"), 3 * DEAD_AFTER + 20, "routers moved")
         wait_until(lambda: made.emu.state()["duplicated"] > 0, 10, "duplicate copies")  # type: ignore[operator]
         duplicated_down = _downtime(made, hosted)

@@ -57,7 +57,7 @@ def test_a_dead_agent_is_evacuated_with_busy_routers_spread(cloud: Scene) -> Non
     victim = max(hosts, key=lambda h: (len(_on(cloud, h) & busy), h))
     victims = _on(cloud, victim)
     assert victims & busy
-    cloud.emu.kill_agent(victim)
+    cloud.emu.faults.kill_agent(victim)
     wait_until(lambda: not _on(cloud, victim), 30, f"{victim} evacuated")
     wait_until(lambda: _all_ports_active(cloud, victims), 30, "moved routers ACTIVE")
     after = cloud.bindings()
@@ -79,7 +79,7 @@ def test_a_broker_outage_with_staggered_reconnection_moves_nothing(cloud: Scene)
     watch.wait_event("ready")
     before = cloud.bindings()
     # 3 x dead-after without heartbeats, reconnection spread over one dead-after.
-    cloud.emu.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
+    cloud.emu.faults.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
     watch.wait_event("halt", reason="control_plane_suspect")
     time.sleep(0.5)  # the next status file carries the halt
     kinds = _check_problem_kinds(cloud)
@@ -96,7 +96,7 @@ def test_neutron_auto_failover_moves_routers_in_the_same_outage(
     """The comparison stays honest: the same outage makes Neutron's rescheduler move routers."""
     with scene(tmp_path, monkeypatch, neutron_auto_failover=True) as neutron:
         before = neutron.bindings()
-        neutron.emu.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
+        neutron.emu.faults.broker_outage(3 * DEAD_AFTER, DEAD_AFTER)
         time.sleep(5 * DEAD_AFTER)
         moved = changed(before, neutron.bindings())
         assert moved, "Neutron's rescheduler moved nothing during a staggered broker outage"
@@ -108,7 +108,7 @@ def test_a_flapping_agent_causes_bounded_moves_and_no_ping_pong(cloud: Scene) ->
     watch.wait_event("ready")
     before = cloud.bindings()
     for _ in range(4):  # down and up every half dead-after
-        cloud.emu.mgmt_partition("net-4", DEAD_AFTER / 2)
+        cloud.emu.faults.mgmt_partition("net-4", DEAD_AFTER / 2)
         time.sleep(DEAD_AFTER)
     time.sleep(DEAD_AFTER)
     assert watch.terminate() == 0
@@ -121,10 +121,10 @@ def test_an_api_outage_halts_on_stale_data_and_recovers(cloud: Scene) -> None:
     watch.wait_event("ready")
     victims = _on(cloud, "net-5")
     assert victims
-    cloud.emu.api_outage(2 * DEAD_AFTER)
+    cloud.emu.faults.api_outage(2 * DEAD_AFTER)
     watch.wait_event("halt", reason="stale_snapshot")
     time.sleep(0.5)
-    cloud.emu.kill_agent("net-5")  # dies while l3ha cannot see: acted on only after
+    cloud.emu.faults.kill_agent("net-5")  # dies while l3ha cannot see: acted on only after
     wait_until(lambda: not cloud.emu.state()["api"]["outage"], 10, "API back")  # type: ignore[index]
     watch.wait_event("resumed", timeout=10)
     wait_until(lambda: not _on(cloud, "net-5"), 30, "net-5 evacuated after the outage")
@@ -144,7 +144,7 @@ def test_sigterm_mid_evacuation_finishes_in_flight_and_the_next_start_finishes_t
         watch = big.start_watch("--concurrency", "2", "--max-moves-per-cycle", "100")
         watch.wait_event("ready")
         victims = _on(big, "net-1")
-        big.emu.kill_agent("net-1")
+        big.emu.faults.kill_agent("net-1")
         watch.wait_event("action", action="evacuate")
         wait_until(lambda: len(_on(big, "net-1")) < len(victims), 20, "first moves")
         assert watch.terminate() == 0

@@ -77,7 +77,7 @@ def _move_all(emu: Emulator, routers: set[str], host: str) -> None:
 
 
 def _kill(emu: Emulator, host: str) -> None:
-    emu.kill_agent(host)
+    emu.faults.kill_agent(host)
     wait_until(lambda: not connect().read_snapshot().find_agent(host).alive, 10, f"{host} dead")
 
 
@@ -194,7 +194,7 @@ def test_the_daemon_keeps_failing_over_when_prometheus_stops_mid_run(
         assert "unreachable" in str(warning["message"])
         victim = "net-2"
         victims = {r for r, hosts in made.bindings().items() if victim in hosts}
-        made.emu.kill_agent(victim)
+        made.emu.faults.kill_agent(victim)
         wait_until(
             lambda: not {r for r, hs in made.bindings().items() if victim in hs}, 40, "evacuated"
         )

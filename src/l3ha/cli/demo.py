@@ -193,7 +193,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
                 f"The message bus restarts: {outage:g} s without heartbeats, then the agents "
                 f"reconnect one by one over {spread:g} s"
             )
-            emu.broker_outage(outage, spread)
+            emu.faults.broker_outage(outage, spread)
             time.sleep(outage + spread + DEAD_AFTER + 2)
             _say(
                 f"  routers l3ha moved during the outage: {narrator.moves} "
@@ -203,7 +203,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
             step(f"{args.victim} really dies: no heartbeats, its routers stop forwarding")
             victims = _hosting(cloud, args.victim)
             started = time.monotonic()
-            emu.kill_agent(args.victim)
+            emu.faults.kill_agent(args.victim)
             done = wait_for(lambda: not _hosting(cloud, args.victim), 60)
             wait_for(lambda: all(emu.dataplane()[r]["reachable"] for r in victims), 60)
             _say(

@@ -96,7 +96,7 @@ def run_tour(args: argparse.Namespace) -> int:
         _l3ha(["check"])
 
         step(f"{args.victim} dies (no heartbeats, its routers stop forwarding)")
-        emu.kill_agent(args.victim)
+        emu.faults.kill_agent(args.victim)
         wait_for(lambda: not cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
         _agent_table("host", "alive", "heartbeat_age", "routers")
         _l3ha(["check"])
@@ -116,7 +116,7 @@ def run_tour(args: argparse.Namespace) -> int:
         _l3ha(["check", "--imbalance-threshold", "100"])
 
         step(f"{args.victim} comes back empty; rebalance refills it from every agent")
-        emu.revive_agent(args.victim)
+        emu.faults.revive_agent(args.victim)
         wait_for(lambda: cloud.get_agent(emu.agent_ids_by_host()[args.victim]).alive, 15)
         _l3ha(["rebalance", "--port-timeout", "60"])
         _agent_table("host", "alive", "routers", "busy", "weight")

@@ -100,7 +100,7 @@ def register(subparsers: Any) -> None:
         usage=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_target_options(parser)
+    add_target_options(parser)
     _add_run_options(parser)
     add_format_options(parser)
     add_cloud_options(parser, weights=False)
@@ -120,7 +120,7 @@ def register(subparsers: Any) -> None:
     mark.set_defaults(func=mark_probe)
 
 
-def _add_target_options(parser: argparse.ArgumentParser) -> None:
+def add_target_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("targets (each repeatable, [LABEL=]SPEC)")
     group.add_argument("--icmp", action=_TargetAction, metavar="ADDR", help="echo an IP")
     group.add_argument("--tcp", action=_TargetAction, metavar="HOST:PORT", help="connect over TCP")

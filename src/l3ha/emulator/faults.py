@@ -24,6 +24,8 @@ import yaml
 FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "kill-agent": [("host", str)],
     "revive-agent": [("host", str)],
+    "stop-agent": [("host", str)],
+    "start-agent": [("host", str)],
     "broker-outage": [("seconds", float), ("spread?", float)],
     "mgmt-partition": [("host", str), ("seconds", float)],
     "dataplane-fail": [("host", str)],
@@ -37,6 +39,10 @@ FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
 FAULT_HELP = {
     "kill-agent": "HOST: the node dies (no heartbeats, no forwarding)",
     "revive-agent": "HOST: the node restarts (new started_at, resync of its routers)",
+    "stop-agent": "HOST: the agent process stops (an upgrade): no heartbeats, no binding "
+    "changes reach it, its routers keep forwarding (their namespaces stay)",
+    "start-agent": "HOST: the stopped agent process starts (new started_at): it reports and "
+    "resyncs at once, or, while the message bus is down, only once it reaches it",
     "broker-outage": "SECONDS [SPREAD]: every agent loses the message bus (no heartbeats, "
     "no binding changes reach it, forwarding goes on), then they reconnect one by one over "
     "SPREAD seconds (default 0) in an order drawn from the seed",

@@ -20,6 +20,7 @@ from l3ha.emulator.world import (
     NetworkRec,
     PortRec,
     RouterRec,
+    World,
 )
 
 Doc = dict[str, Any]
@@ -102,6 +103,17 @@ def reported_ha_states(sim: Simulation, router: RouterRec, now: datetime) -> dic
         for replica in active_dead:
             replica.reported = state
     return {r.agent.id: r.reported for r in replicas}
+
+
+def ha_view(world: World, sim: Simulation, now: datetime) -> Doc:
+    """``GET /_emulator/ha``: per HA router and host, the real VRRP state and the reported one."""
+    out: Doc = {}
+    for router in world.routers.values():
+        if router.ha:
+            reported = reported_ha_states(sim, router, now)
+            out[router.id] = {r.agent.host: {"vrrp": r.vrrp, "reported": reported[r.agent.id]}
+                              for r in router.bindings.values()}
+    return out
 
 
 def router_doc(router: RouterRec, public: NetworkRec, azs: list[str],

@@ -1,4 +1,4 @@
-"""The emulator process: HTTP server, simulation thread, faults, clouds.yaml.
+"""The emulator process: HTTP server, simulation thread, clouds.yaml; faults via ``injector``.
 
 I/O: sockets, threads, files.
 
@@ -11,12 +11,9 @@ simulation moves only in ``advance``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import random
 import threading
-import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,22 +27,19 @@ from l3ha.emulator.build import build_world
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.faults import Fault, FaultError, Step, parse_fault
 from l3ha.emulator.http_types import Request, Response
+from l3ha.emulator.injector import FaultInjector
 from l3ha.emulator.keystone import PREFIX as KEYSTONE_PREFIX
 from l3ha.emulator.keystone import UNAUTHORIZED, Keystone
 from l3ha.emulator.listeners import Listeners
 from l3ha.emulator.query import ApiError
-from l3ha.emulator.render import iso_time, reported_ha_states
+from l3ha.emulator.render import ha_view, iso_time
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.traffic import CONTENT_TYPE, TrafficMeter
-from l3ha.emulator.world import OWNER_GATEWAY, AgentRec, RouterRec
+from l3ha.emulator.world import OWNER_GATEWAY, RouterRec
 
 LOG = logging.getLogger(__name__)
 CLOUD_NAME = "l3ha-emulator"
 TICK_SECONDS = 0.025
-STATUS_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
-                404: "HTTPNotFound", 409: "HTTPConflict", 429: "HTTPTooManyRequests",
-                500: "HTTPInternalServerError", 502: "HTTPBadGateway",
-                503: "HTTPServiceUnavailable", 504: "HTTPGatewayTimeout"}
 
 
 class Emulator:
@@ -72,11 +66,7 @@ class Emulator:
         self.sim.on_reachability = self._reachability_changed
         self.keystone = (Keystone(self.cfg.username, self.cfg.password, self.cfg.project_name)
                          if self.cfg.keystone else None)
-        self._rng = random.Random(self.cfg.seed)
-        self._error_rate = 0.0
-        self._error_status = 500
-        self._latency_ms = 0.0
-        self._outage_until = 0.0
+        self.faults = FaultInjector(self.world, self.sim, self.clock, self.cfg.seed)
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -193,7 +183,7 @@ class Emulator:
         with self.world.lock:
             now = self.clock.wall()
             agents = [{"host": a.host, "id": a.id, "alive": self.sim.is_alive(a, now),
-                       "running": a.running, "dataplane_ok": a.dataplane_ok,
+                       "running": a.running, "stopped": a.stopped, "dataplane_ok": a.dataplane_ok,
                        "admin_state_up": a.admin_state_up, "routers": len(a.routers),
                        "weight": a.weight, "overloaded": a.weight > self.cfg.agent_capacity,
                        "queued": len(a.queue) + len(a.sync_queue),
@@ -210,9 +200,10 @@ class Emulator:
                 "duplicated": sum(1 for r in routers
                                   if len(self.sim.forwarding_copies(r)) > 1 and not r.ha),
                 "broker_outage": self.clock.monotonic() < self.sim.broker_until,
-                "api": {"error_rate": self._error_rate, "error_status": self._error_status,
-                        "latency_ms": self._latency_ms,
-                        "outage": self.clock.monotonic() < self._outage_until},
+                "api": {"error_rate": self.faults.error_rate,
+                        "error_status": self.faults.error_status,
+                        "latency_ms": self.faults.latency_ms,
+                        "outage": self.faults.api_outage_now()},
                 "auto_failover_moves": self.sim.failover_moves,
                 "auto_failover": self.sim.failover.counters(),
                 "auto_scheduled": self.sim.scheduler.bound,
@@ -224,101 +215,14 @@ class Emulator:
 
     # --- faults ---------------------------------------------------------------------------------
 
-    def _agent(self, host: str) -> AgentRec:
-        agent = self.world.agents_by_host.get(host) or self.world.agents.get(host)
-        if agent is None:
-            raise FaultError(f"unknown agent host {host!r}", status=404)
-        return agent
-
     def apply_fault(self, fault: Fault) -> dict[str, Any]:
-        """Apply one validated fault; return what was done."""
-        args = fault.args
-        with self.world.lock:
-            if fault.kind == "split-brain":
-                router = self.world.routers.get(args["router"]) or next(
-                    (r for r in self.world.routers.values() if r.name == args["router"]), None)
-                if router is None or not router.ha:
-                    raise FaultError(f"unknown HA router {args['router']!r}", status=404)
-                masters = self.sim.split_brain(router, args.get("seconds", 3600.0))
-                return {"fault": fault.kind, "router": router.id, "active": masters}
-            handler = getattr(self, "_fault_" + fault.kind.replace("-", "_"))
-            handler(**args)
-        return {"fault": fault.kind, **args}
-
-    def _fault_kill_agent(self, host: str) -> None:
-        self.sim.kill(self._agent(host))
-
-    def _fault_revive_agent(self, host: str) -> None:
-        self.sim.revive(self._agent(host))
-
-    def _fault_broker_outage(self, seconds: float, spread: float = 0.0) -> None:
-        self.sim.broker_outage(seconds, spread)
-
-    def _fault_mgmt_partition(self, host: str, seconds: float) -> None:
-        self.sim.mgmt_partition(self._agent(host), seconds)
-
-    def _fault_dataplane_fail(self, host: str) -> None:
-        self.sim.dataplane_fail(self._agent(host))
-
-    def _fault_slow_agent(self, host: str, factor: float) -> None:
-        self.sim.slow_agent(self._agent(host), factor)
-
-    def _fault_api_errors(self, rate: float, status: int) -> None:
-        self._error_rate, self._error_status = rate, status
-
-    def _fault_api_latency(self, ms: float) -> None:
-        self._latency_ms = ms
-
-    def _fault_api_outage(self, seconds: float) -> None:
-        self._outage_until = self.clock.monotonic() + seconds
-
-    def fault(self, kind: str, **args: Any) -> dict[str, Any]:
-        return self.apply_fault(parse_fault({"fault": kind, **args}))
-
-    def kill_agent(self, host: str) -> None:
-        self.fault("kill-agent", host=host)
-
-    def revive_agent(self, host: str) -> None:
-        self.fault("revive-agent", host=host)
-
-    def broker_outage(self, seconds: float, spread: float = 0.0) -> None:
-        self.fault("broker-outage", seconds=seconds, spread=spread)
-
-    def mgmt_partition(self, host: str, seconds: float) -> None:
-        self.fault("mgmt-partition", host=host, seconds=seconds)
-
-    def dataplane_fail(self, host: str) -> None:
-        self.fault("dataplane-fail", host=host)
-
-    def slow_agent(self, host: str, factor: float) -> None:
-        self.fault("slow-agent", host=host, factor=factor)
-
-    def api_errors(self, rate: float, status: int = 500) -> None:
-        self.fault("api-errors", rate=rate, status=status)
-
-    def api_latency(self, ms: float) -> None:
-        self.fault("api-latency", ms=ms)
-
-    def api_outage(self, seconds: float) -> None:
-        self.fault("api-outage", seconds=seconds)
-
-    def split_brain(self, router_id: str, seconds: float = 3600.0) -> int:
-        return int(self.fault("split-brain", router=router_id, seconds=seconds)["active"])
+        """Apply one validated fault (``injector.FAULTS``); return what was done."""
+        return self.faults.apply(fault)
 
     def schedule_scenario(self, steps: list[Step]) -> None:
         """Apply each step at its offset from the emulator's start (faults naming
         unknown hosts are checked now)."""
-        for step in steps:
-            for key in ("host",):
-                if key in step.fault.args:
-                    self._agent(step.fault.args[key])
-        with self.world.lock:
-            for step in steps:
-                self.sim.schedule(self._started_mono + step.at, self._scenario_step, step)
-
-    def _scenario_step(self, step: Step) -> None:
-        with contextlib.suppress(FaultError):
-            self.apply_fault(step.fault)
+        self.faults.schedule(steps, self._started_mono)
 
     # --- HTTP ------------------------------------------------------------------------------------
 
@@ -327,25 +231,13 @@ class Emulator:
             return self._control(req)
         if self.keystone is not None and req.path.startswith(KEYSTONE_PREFIX):
             return self.keystone.handle(req, self.clock.wall())
-        injected = self._injected_fault()
+        injected = self.faults.injected_response()
         if injected is not None:
-            return injected
+            return Response(*injected)
         if (self.keystone is not None and req.path != "/"
                 and not self.keystone.valid(req.headers.get("x-auth-token"))):
             return Response(401, UNAUTHORIZED)
         return self.api.handle(req)
-
-    def _injected_fault(self) -> Response | None:
-        if self._latency_ms > 0:
-            time.sleep(self._latency_ms / 1000.0)
-        if self.clock.monotonic() < self._outage_until:
-            return Response(503, ApiError(503, "HTTPServiceUnavailable",
-                                          "The server is currently unavailable.").body())
-        if self._error_rate > 0 and self._rng.random() < self._error_rate:
-            status = self._error_status
-            kind = STATUS_TYPES.get(status, "HTTPError")
-            return Response(status, ApiError(status, kind, "Injected fault.").body())
-        return None
 
     def _control(self, req: Request) -> Response:
         path = req.path.rstrip("/")
@@ -354,7 +246,8 @@ class Emulator:
         if req.method == "GET" and path == "/_emulator/state":
             return Response(200, self.state())
         if req.method == "GET" and path == "/_emulator/ha":
-            return Response(200, self._ha_view())
+            with self.world.lock:
+                return Response(200, ha_view(self.world, self.sim, self.clock.wall()))
         if req.method == "GET" and path == "/_emulator/metrics":
             with self.world.lock:
                 text = self.traffic.render()
@@ -369,18 +262,6 @@ class Emulator:
                 return Response(err.status, ApiError(err.status, kind, err.message).body())
         return Response(404, ApiError(404, "HTTPNotFound",
                                       "The resource could not be found.").body())
-
-    def _ha_view(self) -> dict[str, Any]:
-        with self.world.lock:
-            now = self.clock.wall()
-            out: dict[str, Any] = {}
-            for router in self.world.routers.values():
-                if router.ha:
-                    reported = reported_ha_states(self.sim, router, now)
-                    out[router.id] = {r.agent.host: {"vrrp": r.vrrp, "reported":
-                                                     reported[r.agent.id]}
-                                      for r in router.bindings.values()}
-            return out
 
 
 def _handler_for(emulator: Emulator) -> type[BaseHTTPRequestHandler]:

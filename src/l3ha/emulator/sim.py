@@ -132,7 +132,8 @@ class Simulation:
     def can_report(self, agent: AgentRec) -> bool:
         """The agent's process runs and reaches the message bus (both ways)."""
         now = self.clock.monotonic()
-        return agent.running and now >= agent.partition_until and now >= agent.broker_until
+        return (agent.running and not agent.stopped and now >= agent.partition_until
+                and now >= agent.broker_until)
 
     def forwards(self, agent: AgentRec) -> bool:
         return (agent.running and agent.dataplane_ok and agent.admin_state_up
@@ -175,6 +176,8 @@ class Simulation:
         """Back on the bus: report at once, then a full resync (neutron's fullsync)."""
         agent.cut_off = False
         agent.heartbeat = self.clock.wall()
+        if agent.start_unreported:  # the start report (start_flag) sets started_at
+            agent.started_at, agent.start_unreported = agent.heartbeat, False
         self.drop_stale(agent)
         self.scheduler.full_resync(agent)
         if agent.agent_type == DHCP_AGENT:
@@ -233,7 +236,7 @@ class Simulation:
 
     def _pump(self, agent: AgentRec) -> None:
         """Start processing queued routers up to the agent's concurrency."""
-        if not (agent.running and agent.admin_state_up):
+        if not (agent.running and not agent.stopped and agent.admin_state_up):
             return
         now = self.clock.monotonic()
         while ((agent.queue or agent.sync_queue)
@@ -452,6 +455,7 @@ class Simulation:
     def _revive_one(self, agent: AgentRec) -> None:
         healthy = agent.running and agent.dataplane_ok
         agent.running = True
+        agent.stopped = False
         agent.dataplane_ok = True
         agent.started_at = self.clock.wall()
         if not healthy:
@@ -462,6 +466,29 @@ class Simulation:
             self._reconnect(agent)
         else:
             agent.cut_off = True  # it starts without the bus: it syncs once it reaches it
+
+    def stop_agent(self, agent: AgentRec) -> None:
+        """The agent process stops (an upgrade), the node does not: no heartbeats, no
+        processing, no binding change reaches it; its routers' namespaces stay and forward
+        (a router unbound meanwhile stays as a stale copy until the agent resyncs)."""
+        if not agent.running or agent.stopped:
+            return
+        agent.stopped = True
+        agent.cut_off = True  # it resyncs when it starts
+        agent.generation += 1
+        agent.inflight.clear()
+        agent.queue.clear()
+        agent.sync_queue.clear()
+
+    def start_agent(self, agent: AgentRec) -> None:
+        """The stopped agent process starts: it reports (a new started_at) and does a full
+        resync at once if it reaches the message bus, else only once it does."""
+        if not agent.running or not agent.stopped:
+            return
+        agent.stopped = False
+        agent.start_unreported = True
+        if self.can_report(agent):
+            self._reconnect(agent)
 
     def set_admin_state(self, agent: AgentRec, up: bool) -> None:
         """Disabled agents tear their routers down (bindings stay); enabling resyncs."""

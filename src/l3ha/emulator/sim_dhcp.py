@@ -111,7 +111,7 @@ class DhcpSimulation:
     # --- agent side: setting networks up -------------------------------------------
 
     def _pump(self, agent: AgentRec) -> None:
-        if not (agent.running and agent.admin_state_up):
+        if not (agent.running and not agent.stopped and agent.admin_state_up):
             return
         work = self._work(agent)
         now = self.sim.clock.monotonic()

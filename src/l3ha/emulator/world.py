@@ -59,7 +59,8 @@ class AgentRec:
                  "cut_off", "dataplane_ok", "description", "ex_gw_ports", "floating_ips",
                  "generation", "heartbeat", "host", "id", "index", "inflight", "interfaces",
                  "mode", "notify_busy_until", "partition_until", "queue", "routers", "running",
-                 "slow_factor", "stale", "started_at", "sync_queue", "weight")
+                 "slow_factor", "stale", "start_unreported", "started_at", "stopped", "sync_queue",
+                 "weight")
 
     def __init__(self, agent_id: str, index: int, host: str, az: str, agent_type: str,  # noqa: PLR0917
                  mode: str, now: datetime) -> None:
@@ -81,6 +82,8 @@ class AgentRec:
         self.weight = 0
         # simulation state
         self.running = True
+        self.stopped = False  # the agent process is stopped (namespaces stay, they forward)
+        self.start_unreported = False  # started, not yet reported (the server's started_at)
         self.dataplane_ok = True
         self.partition_until = 0.0
         self.broker_until = 0.0

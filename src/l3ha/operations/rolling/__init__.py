@@ -1,0 +1,39 @@
+"""Rolling maintenance: drain, upgrade and restore network nodes one at a time. Package only.
+
+``run_rolling`` (``flow``) is the whole operation; ``plan`` the request and
+its steps (pure), ``stability`` the judgement of a restarted agent (pure),
+``participants`` the agents of a host it drains and restores (the L3 agent,
+through the operations layer), ``command`` the maintenance command,
+``guard`` the probe of tenant traffic, ``record`` the rolling journal.
+"""
+
+from l3ha.operations.rolling.flow import HostSummary, RollingReport, run_rolling
+from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
+from l3ha.operations.rolling.participants import (
+    L3Participant,
+    Participant,
+    RunContext,
+    StepResult,
+)
+from l3ha.operations.rolling.plan import Phase, RollingRequest, StepKey, command_argv
+from l3ha.operations.rolling.record import RollingRecord, RunRecord, RunStatus
+
+__all__ = [
+    "HostSummary",
+    "L3Participant",
+    "Participant",
+    "Phase",
+    "RollingRecord",
+    "RollingReport",
+    "RollingRequest",
+    "RunContext",
+    "RunRecord",
+    "RunStatus",
+    "StepKey",
+    "StepResult",
+    "TrafficGuard",
+    "command_argv",
+    "probe_config",
+    "router_targets",
+    "run_rolling",
+]

@@ -1,0 +1,343 @@
+"""Rolling maintenance, host by host: drain, run, prove stable, canary, restore. I/O: cloud,
+journals, a child process per host, the probe (all through the modules it calls).
+
+``run_rolling`` takes the hosts one at a time, in the order given; for each
+it drains every participant, runs the command, waits until every
+participant's agent has been continuously alive for ``--stable-for``,
+passes each one's canary, and only then restores it. Each step is recorded
+in the rolling journal before it acts and after; ``--resume`` continues a
+stopped or killed run from its first step not done (the moves a crash cut
+short are finished first from the cloud's state, so none is made twice).
+The run stops, keeping the host drained, when a step fails; before each new
+host it stops when the probe has seen an outage longer than
+``--max-outage``. ``--rebalance-after`` evens the load at the end. Dry run
+records nothing and reports the steps with the drain each host would need
+today.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from l3ha.errors import L3haError
+from l3ha.health import HealthState, observe
+from l3ha.operations import Action, ActionRequest, finish_interrupted, make_plan, run_action
+from l3ha.operations.rolling.command import group_alive, run_command
+from l3ha.operations.rolling.participants import Participant, RunContext, StepResult
+from l3ha.operations.rolling.plan import Phase, StepKey, all_steps, command_argv
+from l3ha.operations.rolling.record import RollingRecord, RunStatus, StepRecord, StepStatus
+from l3ha.operations.rolling.stability import Proof, Stability, failure_reason
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class HostSummary:
+    """What one host went through (the end-of-run table)."""
+
+    host: str
+    moved_out: int = 0
+    moved_back: int = 0
+    longest_outage_s: float = 0.0
+    seconds: float = 0.0
+    status: str = "pending"
+    started: float | None = None
+
+
+@dataclass
+class RollingReport:
+    """How the run ended: per host, the steps (dry run: planned), and why it stopped."""
+
+    run_id: int | None
+    hosts: list[HostSummary]
+    steps: list[tuple[StepKey, str]] = field(default_factory=list)
+    stopped: str = ""
+    rebalance_moves: int = 0
+    longest_outage_s: float = 0.0
+    longest_outage_target: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.stopped else 0
+
+
+@dataclass
+class _Run:
+    """One run in progress: its context, record and what it has learnt."""
+
+    ctx: RunContext
+    record: RollingRecord
+    run_id: int
+    participants: dict[str, Participant]
+    say: Say
+    on_output: Say
+    summaries: dict[str, HostSummary]
+    steps: list[StepRecord]
+
+
+def run_rolling(
+    ctx: RunContext,
+    record: RollingRecord | None,
+    participants: list[Participant],
+    *,
+    say: Say,
+    on_output: Say,
+    resume_run: int | None = None,
+    request_doc: dict[str, Any] | None = None,
+) -> RollingReport:
+    """Run (or resume) the rolling maintenance (see the module docstring)."""
+    names = tuple(p.name for p in participants)
+    request = ctx.request
+    keys = all_steps(request.hosts, names, request.command is not None)
+    if request.dry_run or record is None:
+        return _dry_run(ctx, keys)
+    if resume_run is None:
+        run_id = record.begin_run(request_doc or {}, keys)
+    else:
+        run_id = resume_run
+        record.claim_run(run_id)
+    ok, _ = finish_interrupted(ctx.ops, dry_run=False)  # moves a crash cut short
+    if not ok:
+        say("warning: finishing interrupted moves left a router unhosted; see 'l3ha history'")
+    run = _Run(
+        ctx,
+        record,
+        run_id,
+        {p.name: p for p in participants},
+        say,
+        on_output,
+        {h: HostSummary(h) for h in request.hosts},
+        record.steps(run_id),
+    )
+    _restore_summaries(run)
+    report = RollingReport(run_id, list(run.summaries.values()))
+    stopped = _run_steps(run)
+    if not stopped and request.rebalance_after:
+        report.rebalance_moves = _rebalance(run)
+    report.stopped = stopped
+    report.steps = [(s.key, s.status.value) for s in record.steps(run_id)]
+    if ctx.guard is not None:
+        report.longest_outage_s, report.longest_outage_target = ctx.guard.longest()
+    record.finish_run(run_id, RunStatus.STOPPED if stopped else RunStatus.DONE, stopped)
+    return report
+
+
+def _run_steps(run: _Run) -> str:
+    """Every step not yet done, in order; the reason the run stopped ('' when it did not)."""
+    hosts = list(run.ctx.request.hosts)
+    previous_host = ""
+    for step in run.steps:
+        if step.status is StepStatus.DONE:
+            continue
+        key = step.key
+        if key.host != previous_host:
+            gate = _outage_gate(run, key.host)
+            if gate:
+                return gate
+            previous_host = key.host
+        number = hosts.index(key.host) + 1
+        run.say(f"[host {number}/{len(hosts)} {key.host}] {key.label}")
+        try:
+            result = _execute(run, step)
+        except L3haError as exc:  # a refusal (a safety gate, an unknown host): the step failed
+            result = StepResult(False, str(exc))
+        _account(run, key, result)
+        detail = {**result.detail, "reason": result.reason}
+        run.record.finish_step(run.run_id, step.seq, result.ok, detail)
+        if not result.ok:
+            return _stop(run, key, result.reason)
+    return ""
+
+
+def _execute(run: _Run, step: StepRecord) -> StepResult:
+    key = step.key
+    run.record.start_step(run.run_id, step.seq)
+    summary = run.summaries[key.host]
+    if summary.started is None:
+        summary.started = time.monotonic()
+    summary.status = "in progress"
+    if run.ctx.guard is not None:
+        run.ctx.guard.mark(f"{key.host}: {key.label}")
+    if key.phase is Phase.RUN:
+        return _run_command(run, step)
+    participant = run.participants[key.participant]
+    if key.phase is Phase.DRAIN:
+        return participant.drain(run.ctx, key.host)
+    if key.phase is Phase.STABLE:
+        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
+        return _prove_stable(run, participant, key.host, drained.get("started_at"))
+    if key.phase is Phase.CANARY:
+        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
+        return participant.canary(run.ctx, key.host, drained)
+    return participant.restore(run.ctx, key.host)
+
+
+def _detail(run: _Run, key: StepKey) -> dict[str, Any]:
+    for step in run.record.steps(run.run_id):
+        if step.key == key:
+            return step.detail
+    return {}
+
+
+def _run_command(run: _Run, step: StepRecord) -> StepResult:
+    request = run.ctx.request
+    assert request.command is not None
+    argv = command_argv(request.command, step.key.host, request.shell)
+    earlier = step.detail.get("pgid")
+    if isinstance(earlier, int) and group_alive(earlier):
+        return StepResult(
+            False,
+            f"the command a killed run started on {step.key.host} (process group {earlier}) "
+            "is still running; let it end, then resume",
+            {"pgid": earlier},
+        )
+    run.record.mark_output(run.run_id, step.seq, f"attempt {step.attempts + 1}: {argv}")
+
+    def line(text: str) -> None:
+        run.on_output(f"{step.key.host}| {text}")
+        run.record.append_output(run.run_id, step.seq, text)
+
+    def started(pid: int) -> None:
+        run.record.note_detail(run.run_id, step.seq, {"pgid": pid})
+
+    result = run_command(argv, line, request.run_timeout, time.monotonic, started)
+    run.record.mark_output(run.run_id, step.seq, f"exit {result.exit_code}")
+    detail = {"exit_code": result.exit_code, "seconds": round(result.seconds, 3)}
+    if not result.ok:
+        return StepResult(False, f"the command on {step.key.host} {result.problem}", detail)
+    return StepResult(True, "", detail)
+
+
+def _prove_stable(
+    run: _Run, participant: Participant, host: str, started_before: str | None
+) -> StepResult:
+    """Watch the agent's heartbeat until it has been alive for ``--stable-for``."""
+    request = run.ctx.request
+    policy = request.health
+    started = time.monotonic()
+    deadline = started + request.stable_deadline
+    health = HealthState()
+    proof = Stability(baseline_started_at=started_before)
+    agent_id = ""
+    while True:
+        agent = participant.read_agent(run.ctx, host)
+        agent_id, now = agent.id, time.monotonic()
+        health = observe(health, [agent], now, policy)
+        proof = proof.fold(health.tracks[agent_id], now, policy)
+        if proof.proof(now, request.stable_for) is Proof.STABLE:
+            detail = {"restarted": proof.restarted, "waited_s": round(now - started, 1)}
+            return StepResult(True, "", detail)
+        if now >= deadline:
+            reason = failure_reason(proof, host, now, now - started, request.stable_for)
+            return StepResult(False, reason, {"restarted": proof.restarted})
+        time.sleep(min(request.poll_interval, max(0.0, deadline - now)))
+
+
+def _stop(run: _Run, key: StepKey, reason: str) -> str:
+    """A step failed: keep the host's participants drained, say why."""
+    run.say(f"[{key.host}] {key.label} failed: {reason}")
+    run.summaries[key.host].status = f"stopped at {key.label}"
+    if key.phase is not Phase.DRAIN:  # a drain that failed left its agent enabled, as drain does
+        for participant in run.participants.values():
+            kept = participant.keep_drained(run.ctx, key.host)
+            if kept.ok:
+                run.say(f"[{key.host}] {participant.name} agent kept drained")
+            else:
+                run.say(f"[{key.host}] warning: {kept.reason}")
+    return f"{key.host}: {key.label}: {reason}"
+
+
+def _outage_gate(run: _Run, next_host: str) -> str:
+    """Before a new host: stop when the probe saw an outage longer than ``--max-outage``."""
+    guard, limit = run.ctx.guard, run.ctx.request.max_outage
+    if guard is not None and guard.error is not None:
+        return f"the probe stopped working ({guard.error}): not starting {next_host}"
+    if guard is None or limit is None:
+        return ""
+    seconds, target = guard.longest()
+    if seconds <= limit:
+        return ""
+    reason = (
+        f"the probe saw {target} down for {seconds:.1f} s, longer than --max-outage "
+        f"{limit:g} s: not starting {next_host}"
+    )
+    run.say(reason)
+    return reason
+
+
+def _account(run: _Run, key: StepKey, result: StepResult) -> None:
+    summary = run.summaries[key.host]
+    if key.phase is Phase.DRAIN:
+        summary.moved_out += len(result.detail.get("moved_out", []))
+    if key.phase is Phase.CANARY and result.ok:
+        summary.moved_back += 1
+    if summary.started is not None:
+        summary.seconds = time.monotonic() - summary.started
+        if run.ctx.guard is not None:
+            summary.longest_outage_s = run.ctx.guard.longest(summary.started)[0]
+    last = key.phase is Phase.RESTORE and key == _last_key(run, key.host)
+    if result.ok and last:
+        summary.status = "done"
+
+
+def _last_key(run: _Run, host: str) -> StepKey:
+    return [s.key for s in run.steps if s.key.host == host][-1]
+
+
+def _restore_summaries(run: _Run) -> None:
+    """On resume: what the finished steps of earlier attempts did."""
+    for step in run.steps:
+        summary = run.summaries[step.key.host]
+        if step.status is not StepStatus.DONE:
+            continue
+        summary.status = "in progress"
+        if step.key.phase is Phase.DRAIN:
+            summary.moved_out += len(step.detail.get("moved_out", []))
+        if step.key.phase is Phase.CANARY:
+            summary.moved_back += 1
+        if step.key == _last_key(run, step.key.host):
+            summary.status = "done"
+
+
+def _rebalance(run: _Run) -> int:
+    """Even the load with minimal moves; count each move onto a host as moved back."""
+    run.say("rebalancing")
+    request = run.ctx.request
+    rebalance = ActionRequest(
+        action=Action.REBALANCE,
+        weights=request.weights,
+        execution=request.execution,
+        placement=replace(request.placement, to=()),
+        journal_args=(("rolling", "yes"),),
+    )
+    result = run_action(run.ctx.ops, rebalance)
+    hosts = {a.id: a.host for a in run.ctx.ops.observe().agents}
+    moves = 0
+    for each in result.runs:
+        for moved in each.results:
+            if moved.outcome.value in ("moved", "pending") and moved.target in hosts:
+                moves += 1
+                host = hosts[moved.target]
+                if host in run.summaries:
+                    run.summaries[host].moved_back += 1
+    if result.exit_code:
+        run.say(f"warning: the rebalance did not finish cleanly (exit {result.exit_code})")
+    return moves
+
+
+def _dry_run(ctx: RunContext, keys: list[StepKey]) -> RollingReport:
+    """The steps, and the drain each host would need on today's cloud."""
+    snapshot = ctx.ops.observe()
+    summaries = []
+    for host in ctx.request.hosts:
+        agent = snapshot.find_agent(host)
+        drain = ActionRequest(
+            Action.DRAIN, weights=ctx.request.weights, placement=ctx.request.placement, agent=host
+        )
+        plan = make_plan(drain, snapshot)
+        moving = {m.router_id for m in plan.moves if m.source == agent.id}
+        summaries.append(HostSummary(host, moved_out=len(moving), status="planned"))
+    return RollingReport(None, summaries, [(k, "planned") for k in keys])
