@@ -35,8 +35,9 @@ ADVERT = 0.1
 # over, 3 x advert + (256 - priority) x advert / 256, read from the lab's
 # topology (``takeover_bound``), plus this observation tolerance: the holder is
 # polled every 5 ms (``wait_until``) and each poll dumps the addresses of two
-# namespaces, so a takeover is seen up to one poll late.
-OBSERVATION_TOLERANCE = 0.05
+# namespaces, so a takeover is seen up to one poll late; on a loaded machine one
+# such poll (two subprocesses) can take over 50 ms.
+OBSERVATION_TOLERANCE = 0.15
 MAX_OUTAGE = 0.5
 
 
