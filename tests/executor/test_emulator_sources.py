@@ -125,7 +125,6 @@ def test_a_move_cut_by_an_api_outage_is_put_back_on_an_agent(env: Env) -> None:
     executor, _ = env.executor(
         cloud=cloud,  # type: ignore[arg-type]
         concurrency=1,
-        retries=0,
         backoff=0.02,
         backoff_max=0.1,
         salvage_patience=10.0,

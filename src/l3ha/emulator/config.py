@@ -7,7 +7,7 @@ names the first bad field in a one-line message.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 
 @dataclass
@@ -114,8 +114,3 @@ class EmulatorConfig:
                 "of every HA router to that agent (router_auto_schedule)"
             )
         return notes
-
-    @classmethod
-    def field_names(cls) -> list[str]:
-        """Names of every setting (for the CLI and fault parsing)."""
-        return [f.name for f in fields(cls)]
