@@ -30,7 +30,8 @@ from l3ha.tokenbucket import TokenBucket
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
-DEFAULT_WORKERS = 8
+#: Concurrent reads of one snapshot (each paced by the API rate cap like every call).
+DEFAULT_WORKERS = 16
 #: A call's retries may go on for this many api timeouts in all (the retry deadline).
 RETRY_DEADLINE_TIMEOUTS = 2.5
 #: Routers whose ports one ``GET /ports?device_id=...`` asks for (keeps the URL ~2 kB).
@@ -125,15 +126,15 @@ class NeutronCloud:
         return translate.bindings_from_hosting_agents(router_id, raw)
 
     def read_snapshot(self, with_ha_state: bool = False) -> Snapshot:
-        """Agents, routers and bindings; per-agent (and per-HA-router) calls run concurrently.
+        """Agents, routers and bindings; the agent and router lists are read side by side,
+        then the per-agent (and per-HA-router) calls run concurrently.
 
         ``with_ha_state`` reads ``ha_state`` of every hosted HA router too (one
         call per HA router). ``observed_at`` is this machine's UTC time when
         the read began.
         """
         observed_at = self._clock.wall().isoformat()
-        agents = self.list_agents()
-        routers = self.list_routers()
+        agents, routers = self._api.both(self.list_agents, self.list_routers)
         per_agent = self._api.concurrently(self.routers_on_agent, [a.id for a in agents])
         bindings = [b for group in per_agent for b in group]
         if with_ha_state:

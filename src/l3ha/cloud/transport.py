@@ -168,6 +168,12 @@ class NeutronApi:
             seen.add(next_url)
             url, query = next_url, None
 
+    def both(self, first: Callable[[], T], second: Callable[[], R]) -> tuple[T, R]:
+        """``(first(), second())``, the two calls side by side; the first error wins."""
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            one, two = pool.submit(first), pool.submit(second)
+            return one.result(), two.result()
+
     def concurrently(self, func: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``[func(i) for i in items]`` on a bounded thread pool; the first error wins."""
         if len(items) <= 1:
