@@ -249,15 +249,10 @@ class _Run:
         return self.stopped and not item.started
 
     def _after_canary(self, canary: list[_Item]) -> None:
-        """Re-check the sources; stop everything if the whole canary batch went wrong.
-
-        Runs once every canary move is written (or finished): a written move
-        is bound and read back, so only moves that ended badly count against it.
-        """
+        """Once every canary move is written (bound, read back) or finished: re-check the
+        sources; stop everything if the whole canary batch went wrong."""
         with self.state.cond:
-            outcomes = [
-                None if i.result is None else i.result.outcome for i in canary if i.started
-            ]
+            outcomes = [None if i.result is None else i.result.outcome for i in canary if i.started]
         if outcomes and all(o in BAD_OUTCOMES for o in outcomes):
             for item in self.items[len(canary) :]:
                 self._finish(
