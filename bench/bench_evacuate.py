@@ -8,7 +8,7 @@ Setup: ``--agents`` agents (default 10), ``--routers`` routers (default 1000)
 all bound to net-1, which is then killed; the survivors process routers as
 the emulator's defaults say (8 at a time, ``1.5 s + 0.25 s per port``), with
 every time multiplied by ``--scale`` (default 1). Below ~0.5 the executor's
-own API and journal work per move (8 API calls, 5 journal commits), not the
+own API and journal work per move (about 4.4 API calls, 5 journal commits), not the
 agents, becomes the limit on a small shared machine; the table also shows
 the figures converted to full scale.
 

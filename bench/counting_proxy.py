@@ -3,7 +3,9 @@
 ``CountingProxy(upstream).start()`` forwards every request to ``upstream``
 (the emulator), optionally after ``delay`` seconds (a slow Neutron), and
 counts requests by method and path shape (ids replaced by ``{id}``), so a
-benchmark can say how many API calls of each kind an operation made. Used by
+benchmark can say how many API calls of each kind an operation made. An
+upstream that resets or refuses the connection is answered 502 (and counted
+as ``upstream failed``), as a real proxy would; the client then retries. Used by
 the benchmarks only; never by l3ha.
 """
 
@@ -86,6 +88,10 @@ class CountingProxy:
                         self._reply(answer.status, dict(answer.headers), answer.read())
                 except urllib.error.HTTPError as err:
                     self._reply(err.code, dict(err.headers), err.read())
+                except OSError as err:  # upstream reset or refused: a gateway error, as a proxy
+                    proxy._count("upstream failed")
+                    body = f'{{"error": "upstream: {type(err).__name__}"}}'.encode()
+                    self._reply(502, {"Content-Type": "application/json"}, body)
 
             def _reply(self, status: int, headers: dict[str, str], payload: bytes) -> None:
                 self.send_response(status)

@@ -145,7 +145,7 @@ def _ha_problems(findings: list[Finding]) -> list[Problem]:
 
 
 def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) -> list[Problem]:
-    live = [a for a in snapshot.agents if a.alive and a.admin_state_up and a.can_host_centralized]
+    live = [a for a in snapshot.agents if a.usable and a.can_host_centralized]
     if len(live) < 2:
         return []
     routers = snapshot.routers_by_id

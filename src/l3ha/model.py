@@ -54,6 +54,15 @@ class Agent:
     description: str = ""
 
     @property
+    def usable(self) -> bool:
+        """Alive AND enabled: the one test of whether an agent can serve routers now.
+
+        A live but disabled agent has torn its routers down (NEUTRON.md), so it
+        is no more usable than a dead one.
+        """
+        return self.alive and self.admin_state_up
+
+    @property
     def can_host_centralized(self) -> bool:
         """Whether this agent's mode can host legacy routers and DVR snat."""
         return self.mode in (AgentMode.LEGACY, AgentMode.DVR_SNAT)

@@ -95,6 +95,34 @@ def test_unknown_agent_is_exit_2_with_candidates(
     assert err.count("\n") == 1
 
 
+def test_a_bad_api_rate_is_a_one_line_usage_error_and_changes_nothing(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kill(cloud_env, "net-1")
+    before = _snapshot()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evacuate", "net-1", "--api-rate", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--api-rate" in err and err.count("\n") == 1
+    assert set(_snapshot().bindings) == set(before.bindings)
+
+
+def test_a_low_api_rate_paces_the_whole_command(
+    cloud_env: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every call of the command (snapshot read, writes, read-backs, polls) takes a token."""
+    import time
+
+    _kill(cloud_env, "net-1")
+    started = time.monotonic()
+    assert main(["evacuate", "net-1", "--no-wait", "--api-rate", "20", "-f", "json"]) == 0
+    elapsed = time.monotonic() - started
+    moved = _json(capsys)["counts"]["moved"]  # type: ignore[index]
+    calls = 4 * int(moved) + 2  # at least: 4 per move, listing agents and routers
+    assert elapsed >= (calls - 20) / 20 * 0.9  # all but the first second's burst paced
+
+
 def test_migrate_router_file_with_unknown_ids_changes_nothing_unless_skipped(
     cloud_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -239,10 +239,29 @@ def test_snapshot_error_in_one_agent_call_fails_the_read(noauth_env: FakeNeutron
 
 def test_router_ports_filter_by_device_id(noauth_env: FakeNeutron) -> None:
     port = {"id": "p1", "device_owner": "network:router_gateway", "status": "ACTIVE"}
-    noauth_env.answer("GET", "/v2.0/ports", body={"ports": [{**port, "binding:host_id": "net-1"}]})
+    body = {"ports": [{**port, "device_id": "r1", "binding:host_id": "net-1"}]}
+    noauth_env.answer("GET", "/v2.0/ports", body=body)
     (state,) = _cloud(noauth_env).router_ports("r1")
     assert (state.status, state.host) == ("ACTIVE", "net-1")
     assert ("device_id", "r1") in noauth_env.seen("GET", "/v2.0/ports")[0].query
+
+
+def test_ports_of_many_routers_are_read_in_one_call_per_chunk(noauth_env: FakeNeutron) -> None:
+    from l3ha.cloud.adapter import PORTS_PER_CALL
+
+    routers = [f"r{i}" for i in range(PORTS_PER_CALL + 3)]
+    owned = [
+        {"id": f"p{i}", "device_id": r, "device_owner": "network:router_gateway", "status": "DOWN"}
+        for i, r in enumerate(routers[:2])
+    ]
+    noauth_env.answer("GET", "/v2.0/ports", body={"ports": owned})
+    ports = _cloud(noauth_env).ports_of_routers(routers)
+    calls = noauth_env.seen("GET", "/v2.0/ports")
+    assert len(calls) == 2  # 43 routers: one call of 40 ids, one of 3
+    assert [v for k, v in calls[0].query if k == "device_id"] == routers[:PORTS_PER_CALL]
+    assert [v for k, v in calls[1].query if k == "device_id"] == routers[PORTS_PER_CALL:]
+    assert [p.id for p in ports["r0"]] == ["p0"] and [p.id for p in ports["r1"]] == ["p1"]
+    assert ports["r2"] == [] and set(ports) == set(routers)
 
 
 # --- writes and read-back -------------------------------------------------------

@@ -22,7 +22,7 @@ from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.sdk_errors import run_with_deadline
 from l3ha.emulator import Emulator, EmulatorConfig
-from l3ha.errors import AuthError, ConfigError, ServerError, UnreachableError
+from l3ha.errors import AuthError, ConfigError, ConflictError, ServerError, UnreachableError
 
 L3HA = [sys.executable, "-m", "l3ha.cli.main"]
 KEYSTONE_USER = {
@@ -182,15 +182,28 @@ def test_reads_that_keep_failing_say_they_were_temporary_and_retried(
     )
 
 
-def test_writes_are_sent_once(shared_clock_cloud: tuple[Emulator, ManualClock]) -> None:
+def test_writes_are_retried_by_the_same_policy_through_a_short_outage(
+    shared_clock_cloud: tuple[Emulator, ManualClock],
+) -> None:
+    """Every call l3ha makes is idempotent (PUT of a field, the scheduler's POST and DELETE),
+    so the adapter's one retry policy covers writes too and the executor retries nothing."""
     emulator, clock = shared_clock_cloud
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
+    agent = cloud.read_snapshot().agents[0]
+    emulator.api_outage(0.25)
+    cloud.set_admin_state(agent.id, False)
+    assert cloud.get_agent(agent.id).admin_state_up is False
+
+
+def test_a_refused_write_is_sent_once(shared_clock_cloud: tuple[Emulator, ManualClock]) -> None:
+    _emulator, clock = shared_clock_cloud
+    cloud = connect("l3ha-emulator", timeout=10, clock=clock)
     snap = cloud.read_snapshot()
-    agent = snap.agents[0]
-    emulator.faults.api_errors(1.0, 503)
+    binding = next(b for b in snap.bindings if not snap.routers_by_id[b.router_id].ha)
+    other = next(a for a in snap.agents if a.id != binding.agent_id)
     started = clock.monotonic()
-    with pytest.raises(ServerError) as info:
-        cloud.set_admin_state(agent.id, False)
+    with pytest.raises(ConflictError) as info:  # a legacy router bound elsewhere: 409
+        cloud.bind(binding.router_id, other.id)
     assert "retried" not in str(info.value)
     assert clock.monotonic() == started
 

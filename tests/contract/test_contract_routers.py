@@ -1,4 +1,4 @@
-"""Contract: router fields, tags, and router ports filtered by device_id and device_owner.
+"""Contract: router fields, tags, and router ports filtered by device_id (one or many) and owner.
 
 Rows of NEUTRON.md "Routers and ports", held against both backends.
 """
@@ -140,3 +140,31 @@ def test_repeated_device_owner_filters_are_or(api: Api, backend: Any, new_router
 def test_ports_of_an_unknown_router_are_an_empty_list(api: Api) -> None:
     reply = api.get("/v2.0/ports?device_id=00000000-0000-0000-0000-000000000000")
     assert (reply.status, reply.json()) == (200, {"ports": []})
+
+
+def test_repeated_device_id_filters_are_or(api: Api, ha_router: Any) -> None:
+    """``GET /ports?device_id=A&device_id=B`` lists the ports of A and of B (one call polls
+    many routers); an id that owns no port adds nothing."""
+    (first, _), (second, _) = ha_router(1), ha_router(1)  # each has its HA port
+    each = {
+        router: {p["id"] for p in api.get(f"/v2.0/ports?device_id={router}").json()["ports"]}
+        for router in (first, second)
+    }
+    assert each[first] and each[second] and not each[first] & each[second]
+    unknown = "00000000-0000-0000-0000-000000000000"
+    query = f"/v2.0/ports?device_id={first}&device_id={unknown}&device_id={second}"
+    both = api.get(query).json()["ports"]
+    assert {p["id"] for p in both} == each[first] | each[second]
+    assert {p["device_id"] for p in both} == {first, second}
+
+
+def test_the_adapter_reads_the_ports_of_many_routers_in_one_call(
+    conn: Any, api: Api, ha_router: Any
+) -> None:
+    from l3ha.cloud.adapter import NeutronCloud
+
+    routers = [ha_router(1)[0] for _ in range(3)]
+    ports = NeutronCloud(conn).ports_of_routers(routers)
+    for router in routers:
+        expected = {p["id"] for p in api.get(f"/v2.0/ports?device_id={router}").json()["ports"]}
+        assert expected and {p.id for p in ports[router]} == expected

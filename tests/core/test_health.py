@@ -501,4 +501,35 @@ def test_api_fleet_gate_from_alive_flags() -> None:
     assert api_fleet_gate(healthy, POLICY) is None
     assert api_fleet_gate(one_dead, POLICY) is None
     halt = api_fleet_gate(all_dead, POLICY)
-    assert halt is not None and "10 of 10" in halt.message
+    assert halt is not None and halt.reason is HaltReason.CONTROL_PLANE_SUSPECT
+    assert "10 of 10" in halt.message
+
+
+def enabled_agents(total: int, dead: int) -> list[Agent]:
+    return [Agent(id=f"a{i}", host=f"net-{i}", alive=i >= dead) for i in range(total)]
+
+
+@pytest.mark.parametrize(
+    ("total", "dead", "halts"),
+    [
+        (10, 5, False),  # 0.5: below the 0.55 fraction
+        (10, 6, True),  # 0.6: at or above it
+        (20, 10, False),
+        (20, 11, True),  # 0.55 exactly trips it
+        (4, 2, False),  # half, but fewer than min_dead_for_fraction (3)
+        (5, 3, True),  # 3 of 5: the minimum count and 0.6
+    ],
+)
+def test_majority_dead_trips_the_fraction_gate(total: int, dead: int, halts: bool) -> None:
+    """Both sides of the boundary, and the reason and evidence when it trips."""
+    assert (POLICY.max_dead_fraction, POLICY.min_dead_for_fraction) == (0.55, 3)
+    halt = api_fleet_gate(enabled_agents(total, dead), POLICY)
+    if not halts:
+        assert halt is None
+        return
+    assert halt is not None and halt.reason is HaltReason.CONTROL_PLANE_SUSPECT
+    assert f"{dead} of {total} enabled agents are reported dead at once" in halt.message
+    assert halt.evidence == {
+        "dead_agents": sorted(f"net-{i}" for i in range(dead)),
+        "enabled_agents": total,
+    }

@@ -220,3 +220,24 @@ def test_l3ha_config_show_checks_files(tmp_path: Path, capsys: pytest.CaptureFix
     assert "interval = 2.0\n" in out and "once = True\n" in out
     assert main(["config", "show", "--config-file", bad]) == 2
     assert "unknown option (did you mean interval?)" in capsys.readouterr().err
+
+
+def test_the_daemons_api_rate_comes_from_the_config_unless_the_flag_is_given(
+    tmp_path: Path,
+) -> None:
+    """``l3ha watch`` shares ``--api-rate`` with the one-shot commands, but without their
+    default (100/s): the daemon's own default (50/s) or its config file decides."""
+    from l3ha.cli.common import DEFAULT_API_RATE, add_cloud_options
+
+    def watch_settings(*argv: str, files: Sequence[str] = ()) -> WatchSettings:
+        parser = argparse.ArgumentParser()
+        add_cloud_options(parser, api_rate_default=None)
+        args = parse(*argv, *(f"--config-file={f}" for f in files), parser=parser)
+        return load_settings(args, default_files=(), environ={"L3HA_STATE_DIR": str(tmp_path)})
+
+    assert watch_settings().api_rate == 50.0 < DEFAULT_API_RATE
+    conf = write(tmp_path / "rate.conf", "[DEFAULT]\napi_rate = 20\n")
+    assert watch_settings(files=[conf]).api_rate == 20.0
+    assert watch_settings("--api-rate", "7.5", files=[conf]).api_rate == 7.5
+    with pytest.raises(SystemExit):  # argparse: not a positive number
+        watch_settings("--api-rate", "0")

@@ -18,7 +18,7 @@ from l3ha.cloud.base import Cloud
 from l3ha.emulator import Emulator, EmulatorConfig
 from l3ha.executor import Executor, ExecutorOptions
 from l3ha.journal import Journal
-from l3ha.model import Move, MoveKind, Plan, Snapshot
+from l3ha.model import Binding, Move, MoveKind, Plan, Snapshot
 
 FAST = {
     "report_interval": 0.2,
@@ -66,7 +66,10 @@ class Env:
 
     def executor(self, cloud: Cloud | None = None, **opts: object) -> tuple[Executor, Journal]:
         journal = Journal(self.tmp_path / "state")
-        options = ExecutorOptions(**{"port_poll_interval": 0.05, "port_timeout": 20.0, **opts})  # type: ignore[arg-type]
+        # The tests revive agents at exact points: agents are read afresh for every question
+        # (agent_recheck_interval 0); the shared view's period is tested in test_api_economy.
+        defaults = {"port_poll_interval": 0.05, "port_timeout": 20.0, "agent_recheck_interval": 0.0}
+        options = ExecutorOptions(**{**defaults, **opts})  # type: ignore[arg-type]
         return Executor(cloud or self.cloud, journal, SystemClock(), options), journal
 
 
@@ -129,10 +132,12 @@ class TriggerCloud:
             action, self._action = self._action, None
             action()
 
-    def bind(self, router_id: str, agent_id: str) -> None:
-        self._cloud.bind(router_id, agent_id)
+    def bind(self, router_id: str, agent_id: str) -> list[Binding]:
+        bindings = self._cloud.bind(router_id, agent_id)
         self._after("bind")
+        return bindings
 
-    def unbind(self, router_id: str, agent_id: str) -> None:
-        self._cloud.unbind(router_id, agent_id)
+    def unbind(self, router_id: str, agent_id: str) -> list[Binding]:
+        bindings = self._cloud.unbind(router_id, agent_id)
         self._after("unbind")
+        return bindings

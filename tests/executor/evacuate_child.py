@@ -31,9 +31,9 @@ class SlowBinds:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cloud, name)
 
-    def bind(self, router_id: str, agent_id: str) -> None:
+    def bind(self, router_id: str, agent_id: str) -> Any:
         time.sleep(self._pause)
-        self._cloud.bind(router_id, agent_id)
+        return self._cloud.bind(router_id, agent_id)
 
 
 def main() -> None:

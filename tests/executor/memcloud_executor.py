@@ -11,13 +11,14 @@ emulator's job (see test_emulator_e2e.py). Also the small evacuation fixtures
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from l3ha.clock import ManualClock
 from l3ha.cloud.base import PortState
-from l3ha.errors import ApiNotFoundError, ConflictError, L3haError
+from l3ha.errors import ApiNotFoundError, ConflictError, L3haError, ReadBackError
 from l3ha.executor import Executor, ExecutorOptions, RunResult
 from l3ha.journal import Journal, MoveStep
 from l3ha.model import Agent, AgentMode, Binding, Move, MoveKind, Plan, Router, Snapshot
@@ -48,6 +49,8 @@ class MemCloud:
     never_active: set[str] = field(default_factory=set)  # agent ids that never process
     writes: list[tuple[str, str, str]] = field(default_factory=list)
     polls: dict[str, int] = field(default_factory=dict)
+    port_calls: int = 0  # ports_of_routers calls (each covers many routers)
+    calls: Counter[str] = field(default_factory=Counter)  # API calls by method, read-backs too
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -91,6 +94,7 @@ class MemCloud:
 
     def _call(self, op: str, router: str, agent: str, change: Callable[[], None]) -> None:
         with self.lock:
+            self.calls[op] += 1
             fault = self._fault(op, router, agent)
             if fault is not None and not fault.after_effect:
                 raise fault.error
@@ -106,10 +110,12 @@ class MemCloud:
 
     def list_agents(self) -> list[Agent]:
         with self.lock:
+            self.calls["list_agents"] += 1
             return list(self.agents.values())
 
     def get_agent(self, agent_id: str) -> Agent:
         with self.lock:
+            self.calls["get_agent"] += 1
             fault = self._fault("get_agent", "", agent_id)
             if fault is not None:
                 raise fault.error
@@ -132,6 +138,7 @@ class MemCloud:
 
     def router_bindings(self, router_id: str) -> list[Binding]:
         with self.lock:
+            self.calls["router_bindings"] += 1
             fault = self._fault("router_bindings", router_id, "")
             if fault is not None:
                 raise fault.error
@@ -139,7 +146,7 @@ class MemCloud:
                 raise ApiNotFoundError(f"router {router_id} not found")
             return [Binding(router_id, a) for a in self.bindings[router_id]]
 
-    def bind(self, router_id: str, agent_id: str) -> None:
+    def bind(self, router_id: str, agent_id: str) -> list[Binding]:
         def change() -> None:
             agent = self.agents.get(agent_id)
             if router_id not in self.routers:
@@ -156,8 +163,16 @@ class MemCloud:
             hosts.append(agent_id)
 
         self._call("bind", router_id, agent_id, change)
+        return self._read_back(router_id, agent_id, present=True)
 
-    def unbind(self, router_id: str, agent_id: str) -> None:
+    def _read_back(self, router_id: str, agent_id: str, *, present: bool) -> list[Binding]:
+        """What the adapter does after a write: read the bindings once, check the change."""
+        bindings = self.router_bindings(router_id)
+        if (agent_id in {b.agent_id for b in bindings}) != present:
+            raise ReadBackError(f"{router_id} on {agent_id}: not as written when read back")
+        return bindings
+
+    def unbind(self, router_id: str, agent_id: str) -> list[Binding]:
         def change() -> None:
             if router_id not in self.routers:
                 raise ApiNotFoundError(f"router {router_id} not found")
@@ -165,6 +180,7 @@ class MemCloud:
                 self.bindings[router_id].remove(agent_id)
 
         self._call("unbind", router_id, agent_id, change)
+        return self._read_back(router_id, agent_id, present=False)
 
     def set_admin_state(self, agent_id: str, up: bool) -> None:
         self.set_agent(agent_id, admin_state_up=up)
@@ -195,6 +211,12 @@ class MemCloud:
                 PortState(f"{router_id}-gw", "network:router_gateway", status, agent.host),
                 PortState(f"{router_id}-if", "network:router_interface", status, agent.host),
             ]
+
+    def ports_of_routers(self, router_ids: Sequence[str]) -> dict[str, list[PortState]]:
+        with self.lock:
+            self.port_calls += 1
+            self.calls["ports_of_routers"] += 1
+        return {r: self.router_ports(r) for r in router_ids}
 
     def _status(self, agent_id: str, ready: bool) -> str:
         up = self.agents[agent_id].alive and agent_id not in self.never_active and ready
@@ -256,8 +278,14 @@ def run(
     clock = ManualClock()
     journal = Journal(tmp_path / "state", clock)
     cloud.hooks.append(intent_checker(journal))
-    options = ExecutorOptions(**{"port_poll_interval": 0.5, **opts})  # type: ignore[arg-type]
+    # Agents are read afresh for every question here (the ManualClock hardly moves); the
+    # shared view's period is tested on its own (test_api_economy.py).
+    defaults = {"port_poll_interval": 0.5, "agent_recheck_interval": 0.0}
+    options = ExecutorOptions(**{**defaults, **opts})  # type: ignore[arg-type]
     result = Executor(cloud, journal, clock, options).run(  # type: ignore[arg-type]
-        plan, fallback_targets=fallbacks, require_dead_source=require_dead_source
+        plan,
+        fallback_targets=fallbacks,
+        require_dead_source=require_dead_source,
+        routers=cloud.routers,  # as the operations pass their snapshot's routers
     )
     return result, journal, clock

@@ -90,7 +90,7 @@ def test_injected_api_errors_are_retried_and_every_router_is_hosted(env: Env) ->
     source = env.kill("net-1")
     plan = env.evacuation("net-1")
     env.emu.faults.api_errors(0.2, 500)
-    executor, _ = env.executor(retries=8, backoff=0.01, backoff_max=0.05)
+    executor, _ = env.executor(backoff=0.01, backoff_max=0.05)  # the adapter retries
     result = executor.run(plan)
     env.emu.faults.api_errors(0.0, 500)
     assert result.ok, result.summary()

@@ -120,11 +120,11 @@ def test_ha_replicas_are_kept_once_the_source_is_back(
 def test_a_move_cut_by_an_api_outage_is_put_back_on_an_agent(env: Env) -> None:
     source = env.kill("net-1")
     plan = env.evacuation("net-1")
-    cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.faults.api_outage(0.6))
+    # longer than the adapter's retries of one call (pauses 0.1 + 0.2 + 0.4 + 0.8 s)
+    cloud = TriggerCloud(env.cloud, "unbind", lambda: env.emu.faults.api_outage(2.5))
     executor, _ = env.executor(
         cloud=cloud,  # type: ignore[arg-type]
         concurrency=1,
-        retries=1,
         backoff=0.02,
         backoff_max=0.1,
         salvage_patience=10.0,

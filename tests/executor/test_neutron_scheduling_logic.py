@@ -108,16 +108,16 @@ def test_an_unhosted_router_neutron_schedules_before_the_repair_bind_is_moved(
     tmp_path: Path,
 ) -> None:
     cloud = MemCloud.build({"a": DEAD, "b": {}, "c": {}}, {"r0": []})
-    original = cloud.get_agent
-    calls: list[str] = []
+    original = cloud.list_agents
+    calls: list[int] = []
 
-    def get_agent(agent_id: str):  # type: ignore[no-untyped-def]
-        calls.append(agent_id)
+    def list_agents():  # type: ignore[no-untyped-def]
+        calls.append(1)
         if len(calls) == 1:  # right after l3ha checked the target, before its bind
             cloud.bindings["r0"] = ["c"]
-        return original(agent_id)
+        return original()
 
-    cloud.get_agent = get_agent  # type: ignore[method-assign]
+    cloud.list_agents = list_agents  # type: ignore[method-assign]
     plan = Plan("repair", (Move("r0", MoveKind.BIND, target="b", source=None, reason="unhosted"),))
     result, _, _ = run(cloud, plan, tmp_path)
     (moved,) = result.results

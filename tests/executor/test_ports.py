@@ -46,7 +46,7 @@ def wait_all(
     cloud: MemCloud, routers: list[str], timeout: float, window: int | None
 ) -> dict[str, tuple[bool, tuple[str, ...]]]:
     clock = ManualClock()
-    waiter = PortWaiter(cloud, clock, interval=1.0, pollers=2, window=window)
+    waiter = PortWaiter(cloud, clock, interval=1.0, window=window)
     results: dict[str, tuple[bool, tuple[str, ...]]] = {}
     lock = threading.Lock()
     finished = threading.Event()

@@ -41,7 +41,7 @@ def test_unreadable_bindings_mid_move_are_read_again_and_the_router_rebound(
         Fault("bind", ConflictError("refused once"), agent="b"),
         Fault("router_bindings", ServerError("503"), times=5),  # past the move's retries
     )
-    result, journal, clock = run(cloud, evac_plan(1), tmp_path, retries=1, backoff=1.0)
+    result, journal, clock = run(cloud, evac_plan(1), tmp_path, backoff=1.0)
     (only,) = result.results
     assert only.outcome is MoveOutcome.MOVED and only.target == "b"
     assert "re-bound after" in only.reason and "503" in only.reason
@@ -62,7 +62,7 @@ def test_salvage_binds_another_candidate_when_the_target_keeps_refusing(
         Fault("bind", ConflictError("refused"), agent="b", times=100),
         Fault("router_bindings", ServerError("503"), times=2),
     )
-    result, _, _ = run(cloud, evac_plan(1), tmp_path, fallbacks={"r0": ["c"]}, retries=1)
+    result, _, _ = run(cloud, evac_plan(1), tmp_path, fallbacks={"r0": ["c"]})
     (only,) = result.results
     assert only.outcome is MoveOutcome.MOVED and only.target == "c"
     assert cloud.hosts_of("r0") == ["c"]
@@ -76,7 +76,7 @@ def test_salvage_rolls_back_to_a_usable_source(tmp_path: Path) -> None:
         Fault("router_bindings", ServerError("503"), times=2),
     )
     plan = Plan("migrate", (Move("r0", MoveKind.MOVE, target="b", source="a"),))
-    result, _, _ = run(cloud, plan, tmp_path, retries=1)
+    result, _, _ = run(cloud, plan, tmp_path)
     (only,) = result.results
     assert only.outcome is MoveOutcome.ROLLED_BACK and only.target == "a"
     assert cloud.hosts_of("r0") == ["a"]
@@ -94,7 +94,7 @@ def test_salvage_does_not_roll_back_to_a_disabled_source(
     )
     plan = Plan("migrate", (Move("r0", MoveKind.MOVE, target="b", source="a"),))
     with caplog.at_level(logging.ERROR):
-        result, _, clock = run(cloud, plan, tmp_path, retries=1, salvage_patience=20.0)
+        result, _, clock = run(cloud, plan, tmp_path, salvage_patience=20.0)
     (only,) = result.results
     assert only.outcome is MoveOutcome.UNHOSTED and "NO AGENT" in only.reason
     assert "source is not usable" in only.reason
@@ -106,7 +106,7 @@ def test_salvage_does_not_roll_back_to_a_disabled_source(
 def test_an_unhosted_end_is_retried_until_the_api_answers(tmp_path: Path) -> None:
     cloud = evac_cloud(1)
     after_unbind(cloud, Fault("bind", ServerError("503"), times=4))
-    result, _, _ = run(cloud, evac_plan(1), tmp_path, retries=1)
+    result, _, _ = run(cloud, evac_plan(1), tmp_path)
     (only,) = result.results
     assert only.outcome is MoveOutcome.MOVED and cloud.hosts_of("r0") == ["b"]
     assert "re-bound after" in only.reason
@@ -123,7 +123,7 @@ def test_bindings_that_never_read_back_are_a_loud_failure(
     )
     with caplog.at_level(logging.ERROR):
         result, journal, _ = run(
-            cloud, evac_plan(2), tmp_path, retries=1, salvage_patience=5.0, concurrency=1
+            cloud, evac_plan(2), tmp_path, salvage_patience=5.0, concurrency=1
         )
     first, second = result.results
     assert first.outcome is MoveOutcome.FAILED and "MAY HAVE NO AGENT" in first.reason

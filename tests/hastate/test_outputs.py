@@ -188,12 +188,26 @@ class TestSocket:
             server.close()
 
     def test_stale_socket_file_is_replaced(self, tmp_path: Path) -> None:
+        path = tmp_path / "m.sock"
         stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        stale.bind(str(tmp_path / "m.sock"))
+        stale.bind(str(path))  # left behind by a monitor that died: nobody listens on it
         stale.close()
-        server = TransitionServer(tmp_path / "m.sock")
-        server.start()
-        server.close()
+        with pytest.raises(ConnectionRefusedError):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+            finally:
+                probe.close()
+        server = TransitionServer(path)
+        server.start()  # must not fail with "address in use"
+        try:
+            server.publish(tr(7).to_dict())
+            got: list[Received] = []
+            collect(SocketWatcher(path, retries=0), 1, got).join(5)
+            assert [r.transition.seq for r in got] == [7]  # a client reaches the new server
+        finally:
+            server.close()
+        assert not path.exists()
 
     def test_long_socket_path(self, tmp_path: Path) -> None:
         deep = tmp_path / ("d" * 60) / ("e" * 60)

@@ -25,7 +25,7 @@ from l3ha.planner import (
 )
 from l3ha.planner.balance import Phase
 from l3ha.planner.policy import agent_named, avoided_hosts
-from l3ha.planner.targets import is_healthy, mode_fits
+from l3ha.planner.targets import mode_fits
 from l3ha.weights import BUSY_TAG
 
 from .helpers import WEIGHTS, busy_counts, counts
@@ -140,7 +140,7 @@ def check_targets(snap: Snapshot, plan: Plan, policy: PlacementPolicy) -> None:
             continue
         agent = snap.agents_by_id[move.target]
         router = snap.routers_by_id[move.router_id]
-        assert is_healthy(agent), move
+        assert agent.usable, move
         assert mode_fits(router, agent), move
         assert not agent_named(agent, avoided_hosts(router)), move
         assert policy.allowed_targets is None or agent.id in policy.allowed_targets
@@ -223,7 +223,7 @@ def test_repair_never_touches_a_replica_on_a_healthy_agent(
     for move in plan.moves:
         if move.kind == MoveKind.REMOVE_REPLICA:
             assert move.source is not None
-            assert not is_healthy(snap.agents_by_id[move.source])
+            assert not snap.agents_by_id[move.source].usable
         assert move.kind != MoveKind.MOVE
 
 
@@ -288,7 +288,7 @@ def _reference_choice(
     """The ranking rule written out plainly: fewest busy (busy routers), weight, count, id."""
     busy = WEIGHTS.is_busy(router)
     pool = [
-        a.id for a in snap.agents if is_healthy(a) and a.can_host_centralized and a.id not in barred
+        a.id for a in snap.agents if a.usable and a.can_host_centralized and a.id not in barred
     ]
 
     def key(agent_id: str) -> tuple[int, int, int, str]:

@@ -1,7 +1,7 @@
 """Options and helpers of cloud-facing commands. I/O: reads weights/snapshot files, opens clouds.
 
 - ``add_cloud_options``: ``--os-cloud``, ``--insecure``, ``--os-cacert``,
-  ``--api-timeout`` and the weight options ``--weights``, ``--busy-weight``,
+  ``--api-timeout``, ``--api-rate`` and the weight options ``--weights``, ``--busy-weight``,
   ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``).
 - ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
 - ``load_weight_policy``, ``open_cloud``, ``read_world``: turn those options into
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from l3ha.cloud.adapter import NeutronCloud
 
 DEFAULT_API_TIMEOUT = 60.0
+#: API calls per second a one-shot command makes at most (an operator is waiting, and
+#: 100 calls/s is a small share of what one Neutron API worker serves).
+DEFAULT_API_RATE = 100.0
 _GROUP_ATTR = "_l3ha_subcommands"
 
 
@@ -55,8 +58,16 @@ def _group_usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def add_cloud_options(parser: argparse.ArgumentParser, weights: bool = True) -> None:
-    """Options naming the cloud (and, with ``weights``, how busy routers are weighed)."""
+def add_cloud_options(
+    parser: argparse.ArgumentParser,
+    weights: bool = True,
+    api_rate_default: float | None = DEFAULT_API_RATE,
+) -> None:
+    """Options naming the cloud (and, with ``weights``, how busy routers are weighed).
+
+    ``api_rate_default``: ``--api-rate`` when not given (``None``: the caller
+    decides later, as ``l3ha watch`` does from its configuration).
+    """
     cloud = parser.add_argument_group("cloud")
     cloud.add_argument(
         "--os-cloud",
@@ -75,6 +86,14 @@ def add_cloud_options(parser: argparse.ArgumentParser, weights: bool = True) -> 
         default=DEFAULT_API_TIMEOUT,
         metavar="SECONDS",
         help=f"give up on one API request after this long (default: {DEFAULT_API_TIMEOUT:g})",
+    )
+    cloud.add_argument(
+        "--api-rate",
+        type=positive_float,
+        default=api_rate_default,
+        metavar="CALLS_PER_S",
+        help="make at most this many Neutron API calls per second, all threads together "
+        + (f"(default: {api_rate_default:g})" if api_rate_default else "(default: api_rate)"),
     )
     if weights:
         add_weight_options(parser)
@@ -171,9 +190,15 @@ def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
 
 def open_cloud(args: argparse.Namespace) -> NeutronCloud:
     """Connect to the cloud the options name; errors are one-line ``l3ha.errors``."""
-    from l3ha.cloud.adapter import connect_from_args
+    from l3ha.cloud.adapter import connect
 
-    return connect_from_args(args)
+    return connect(
+        cloud=getattr(args, "os_cloud", None),
+        insecure=bool(getattr(args, "insecure", False)),
+        cacert=getattr(args, "os_cacert", None),
+        timeout=getattr(args, "api_timeout", DEFAULT_API_TIMEOUT),
+        api_rate=getattr(args, "api_rate", DEFAULT_API_RATE),
+    )
 
 
 def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import finite_float, non_negative_float, positive_float
-from l3ha.cli.common import add_cloud_options
+from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.output import add_format_options, emit, emit_document, select_columns
 from l3ha.errors import BadInputError, L3haError, NotFoundError
 
@@ -412,11 +412,10 @@ def _event_sources(args: argparse.Namespace) -> list[Any]:
     if not (args.events or args.router):
         return []
     from l3ha.clock import SystemClock
-    from l3ha.cloud.adapter import connect_from_args
     from l3ha.model import Snapshot
     from l3ha.probe.events import CloudEventPoller
 
-    cloud = connect_from_args(args)
+    cloud = open_cloud(args)
     known = Snapshot(agents=(), routers=tuple(cloud.list_routers()), bindings=())
     routers = [known.find_router(ref) for ref in args.router]
     labels = {r.id: r.name or r.id for r in routers}

@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "watch", help="the automatic failover daemon", description=DESCRIPTION
     )
-    add_cloud_options(parser)
+    add_cloud_options(parser, api_rate_default=None)  # the api_rate option decides
     add_watch_arguments(parser)
     parser.add_argument(
         "--member-id",
@@ -59,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     configure(settings.log_format)
     if settings.os_cloud and not getattr(args, "os_cloud", None):
         args.os_cloud = settings.os_cloud
+    args.api_rate = settings.api_rate  # --api-rate, else the config file, else its default
     cloud = open_cloud(args)
     clock = SystemClock()
     weigher = _weigher(args, cloud, weights, settings.weights_interval, clock)

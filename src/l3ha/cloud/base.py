@@ -3,11 +3,13 @@
 ``l3ha.cloud.adapter.NeutronCloud`` implements it over openstacksdk; the
 executor and the commands depend only on this protocol, so tests can hand
 them any implementation (in practice the adapter against the emulator).
-Every method raises ``l3ha.errors.CloudError`` subclasses, never SDK errors.
+Every method raises ``l3ha.errors.CloudError`` subclasses, never SDK errors,
+and has retried what was worth retrying already: callers do not retry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,12 +54,14 @@ class Cloud(Protocol):
         """The agents hosting one router, read fresh, with ``ha_state``."""
         ...
 
-    def bind(self, router_id: str, agent_id: str) -> None:
-        """Schedule the router to the agent and read it back; raises on any refusal."""
+    def bind(self, router_id: str, agent_id: str) -> list[Binding]:
+        """Schedule the router to the agent; its bindings read back once afterwards.
+
+        Raises on any refusal and ``ReadBackError`` when the binding is not there."""
         ...
 
-    def unbind(self, router_id: str, agent_id: str) -> None:
-        """Remove the router from the agent and read it back (idempotent)."""
+    def unbind(self, router_id: str, agent_id: str) -> list[Binding]:
+        """Remove the router from the agent (idempotent); its bindings read back once."""
         ...
 
     def set_admin_state(self, agent_id: str, up: bool) -> None:
@@ -70,4 +74,8 @@ class Cloud(Protocol):
 
     def router_ports(self, router_id: str) -> list[PortState]:
         """The router's ports with status and binding host."""
+        ...
+
+    def ports_of_routers(self, router_ids: Sequence[str]) -> dict[str, list[PortState]]:
+        """``router_ports`` of many routers, in as few calls as the API allows."""
         ...

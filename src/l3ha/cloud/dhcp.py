@@ -1,10 +1,10 @@
 """Neutron's DHCP agent scheduler through the openstacksdk adapter. I/O: HTTP to Neutron.
 
 ``NeutronDhcp`` wraps a ``NeutronCloud`` and sends its requests through the
-adapter's own request plumbing — its package-internal ``_request`` and
-``_collection``, nothing else — over the SDK's authenticated network proxy,
-so the adapter's retry policy for reads, its error translation and its
-pagination apply to every DHCP call as well. The calls are the ones the
+adapter's own request plumbing (``NeutronCloud.api``: the transport's
+``request`` and ``collection``) over the SDK's authenticated network proxy,
+so the one retry policy, the ``--api-rate`` cap, the error translation and
+the pagination apply to every DHCP call as well. The calls are the ones the
 SDK's ``add_dhcp_agent_to_network``, ``remove_dhcp_agent_from_network``,
 ``network_hosting_dhcp_agents`` and ``dhcp_agent_hosting_networks`` make:
 
@@ -116,12 +116,12 @@ class NeutronDhcp:
     def _get(
         self, path: str, key: str, what: str, params: list[tuple[str, str]] | None = None
     ) -> list[dict[str, Any]]:
-        return self._cloud._collection(path, key, what, params or [])
+        return self._cloud.api.collection(path, key, what, params or [])
 
     def _write(
         self, method: str, path: str, what: str, body: Mapping[str, Any] | None = None
     ) -> None:
-        self._cloud._request(method, path, what, body=body)
+        self._cloud.api.request(method, path, what, body=body)
 
     # --- reads ----------------------------------------------------------------
 
@@ -274,7 +274,7 @@ class NeutronDhcp:
                 )
 
     def _get_agent(self, agent_id: str, what: str) -> Mapping[str, Any]:
-        body = self._cloud._request("GET", f"/agents/{_q(agent_id)}", what)
+        body = self._cloud.api.request("GET", f"/agents/{_q(agent_id)}", what)
         data = body.get("agent") if isinstance(body, Mapping) else None
         if not isinstance(data, Mapping):
             raise CloudError(f"{what}: answer has no 'agent'")

@@ -1,4 +1,4 @@
-"""Library exceptions turned into ``l3ha.errors``, retry wording, a deadline helper. I/O: threads.
+"""Library exceptions turned into ``l3ha.errors``, and a deadline helper. I/O: threads.
 
 openstacksdk, keystoneauth and requests raise their own exception trees;
 ``translate_exception`` is the one place that maps them (the status table
@@ -77,12 +77,6 @@ _STATUS_NOISE = re.compile(r"\s*\((?:HTTP \d+|Request-ID: [^)]*)\)")
 def _without_status(text: str) -> str:
     """A library's HTTP error text without its ``(HTTP 500) (Request-ID: ...)`` parts."""
     return _STATUS_NOISE.sub("", text).strip() or "error"
-
-
-def as_retried(err: L3haError, retries: int) -> L3haError:
-    """``err``'s class with a message saying the error was temporary and retried."""
-    times = "once" if retries == 1 else f"{retries} times"
-    return type(err)(f"{err.message} (temporary; retried {times})")
 
 
 def run_with_deadline(call: Callable[[], None], seconds: float) -> bool | None:

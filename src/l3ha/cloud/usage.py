@@ -26,7 +26,7 @@ INTERFACE_OWNERS = (
     "network:router_interface_distributed",
 )
 
-#: The adapter's ``_collection(path, key, what, params)``: every item of a paged listing.
+#: ``NeutronApi.collection(path, key, what, params)``: every item of a paged listing.
 CollectionReader = Callable[[str, str, str, Sequence[tuple[str, str]]], list[dict[str, Any]]]
 
 

@@ -41,6 +41,10 @@ _SPECS: tuple[tuple[str, cfg.Opt, str], ...] = (
     (DEFAULT, cfg.StrOpt("os_cloud", default="",
         help="The clouds.yaml entry naming the Neutron API and its credentials. Empty: $OS_CLOUD, "
         "else the OS_* environment variables."), "NAME"),
+    (DEFAULT, cfg.FloatOpt("api_rate", default=50.0, min=0.1,
+        help="At most this many Neutron API calls per second, reads and writes of every thread "
+        "together. Lower than a one-shot command's 100: the daemon acts unattended, for as long "
+        "as it runs, on a Neutron that an incident may be straining already."), "CALLS_PER_S"),
     (DEFAULT, cfg.StrOpt("state_dir", default="",
         help="Directory of l3ha's journal (interrupted operations are finished from it) and, by "
         "default, of the leader lock file. Empty: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha, "
@@ -146,6 +150,7 @@ class WatchSettings:
     """Everything ``l3ha watch`` is configured with, after flags, files and defaults."""
 
     os_cloud: str | None
+    api_rate: float
     state_dir: Path
     log_format: str
     interval: float

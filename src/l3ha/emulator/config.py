@@ -7,7 +7,7 @@ names the first bad field in a one-line message.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 
 @dataclass
@@ -151,8 +151,3 @@ class EmulatorConfig:
                 f"{self.dhcp_agents}: networks start with {self.dhcp_agents} DHCP agents each"
             )
         return notes
-
-    @classmethod
-    def field_names(cls) -> list[str]:
-        """Names of every setting (for the CLI and fault parsing)."""
-        return [f.name for f in fields(cls)]

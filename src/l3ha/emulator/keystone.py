@@ -1,9 +1,11 @@
-"""A minimal Keystone v3 under ``/identity``: discovery and password tokens with a catalog. Pure.
+"""A minimal Keystone v3 under ``/identity``: discovery, password tokens. I/O: random source.
 
 ``POST /identity/v3/auth/tokens`` with the configured user name and password
 answers 201 with ``X-Subject-Token`` and a catalog whose ``network`` endpoint
 is the emulator itself; a wrong password is 401. Tokens never expire while the
 emulator runs. Requests are ``api.Request`` values, answers ``api.Response``.
+No network I/O of its own (the emulator's server carries the requests), but
+not pure: tokens are drawn from the system's random source (``secrets``).
 """
 
 from __future__ import annotations

@@ -73,10 +73,6 @@ class Listeners:
                 sock.close()
         self._wake()
 
-    def is_open(self, router_id: str) -> bool:
-        with self._lock:
-            return router_id in self._open
-
     def _bind(self, router_id: str) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

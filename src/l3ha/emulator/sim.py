@@ -96,9 +96,6 @@ class Simulation:
             if router.reachable:
                 self.on_reachability(router)
 
-    def next_event_time(self) -> float | None:
-        return self._events[0][0] if self._events else None
-
     def run_due(self) -> int:
         """Run every event due by now; return how many ran."""
         now = self.clock.monotonic()

@@ -16,14 +16,9 @@ from l3ha.model import Agent, AgentMode, Move, Router, Snapshot
 FallbackTargets = Callable[[Move], Sequence[str]] | Mapping[str, Sequence[str]]
 
 
-def is_usable(agent: Agent) -> bool:
-    """Alive AND enabled: a live but disabled agent has torn its routers down (NEUTRON.md)."""
-    return agent.alive and agent.admin_state_up
-
-
 def agent_can_take(agent: Agent, router: Router | None) -> bool:
     """Alive, enabled and of a mode that can host this (non-HA-or-HA, DVR snat) router."""
-    if not is_usable(agent):
+    if not agent.usable:
         return False
     if router is not None and router.distributed:
         return agent.mode is AgentMode.DVR_SNAT

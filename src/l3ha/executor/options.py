@@ -1,4 +1,4 @@
-"""Executor options (concurrency, budgets, retries, waiting). Pure."""
+"""Executor options (concurrency, budgets, re-check period, waiting). Pure."""
 
 from __future__ import annotations
 
@@ -21,11 +21,16 @@ class ExecutorOptions:
     ``wait_ports``: wait for the router's ports to be ACTIVE on
     the target, up to ``port_timeout`` seconds, polling every
     ``port_poll_interval`` the ``port_poll_window`` longest-waiting routers
-    of each target (``None``: all of them). ``retries``: extra attempts of a retryable API
-    error, sleeping ``backoff * backoff_factor**n`` (at most
-    ``backoff_max``). ``salvage_patience``: after an unexpected error in the
+    of each target (``None``: all of them), many routers per API call.
+    ``agent_recheck_interval``: how old the run's shared list of agents may be
+    when a move asks whether its source is back or a target can take a router
+    (one ``GET /agents`` serves every move in flight for that long; 0: read
+    for every question). Retrying API calls is the cloud adapter's job, not
+    the executor's. ``salvage_patience``: after an unexpected error in the
     middle of a move, seconds spent trying to read the router's bindings and
-    re-bind it before reporting it. ``dry_run``: write nothing, report the plan.
+    re-bind it before reporting it, pausing ``backoff * backoff_factor**n``
+    (at most ``backoff_max``) between rounds. ``dry_run``: write nothing,
+    report the plan.
     """
 
     concurrency: int = 8
@@ -34,10 +39,9 @@ class ExecutorOptions:
     burst: int | None = None
     wait_ports: bool = True
     port_timeout: float = 300.0
-    port_poll_interval: float = 1.0
-    port_pollers: int = 4
+    port_poll_interval: float = 0.5
     port_poll_window: int | None = 8
-    retries: int = 3
+    agent_recheck_interval: float = 1.0
     backoff: float = 0.5
     backoff_factor: float = 2.0
     backoff_max: float = 10.0
@@ -57,10 +61,12 @@ class ExecutorOptions:
             raise BadInputError(f"--port-timeout must not be negative, not {self.port_timeout}")
         if self.port_poll_window is not None and self.port_poll_window < 1:
             raise BadInputError("the port poll window must be at least 1")
-        if self.port_poll_interval <= 0 or self.port_pollers < 1:
-            raise BadInputError("port polling needs a positive interval and at least one poller")
-        if self.retries < 0 or self.backoff < 0 or self.backoff_factor < 1:
-            raise BadInputError("retries and backoff must not be negative")
+        if self.port_poll_interval <= 0:
+            raise BadInputError("port polling needs a positive interval")
+        if self.agent_recheck_interval < 0:
+            raise BadInputError("the agent re-check interval must not be negative")
+        if self.backoff < 0 or self.backoff_factor < 1:
+            raise BadInputError("the salvage backoff must not be negative")
         if self.salvage_patience < 0:
             raise BadInputError("the salvage patience must not be negative")
 
@@ -72,5 +78,5 @@ class ExecutorOptions:
         return max(1, math.ceil(self.rate)) if self.rate is not None else 1
 
     def backoff_delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        """Seconds between salvage round ``attempt`` (1-based) and the next."""
         return float(min(self.backoff_max, self.backoff * self.backoff_factor ** (attempt - 1)))

@@ -1,10 +1,11 @@
 """Waiting for a moved router's ports to become ACTIVE on its new agent.
 
-``ports_ready`` is pure. ``PortWaiter`` does I/O: it polls ``router_ports``
-of the routers it waits for (a few calls at a time, on its own threads, so
-waiting never holds a write slot; per target agent only the longest-waiting
-few) and hands back MOVED, or PENDING with the port ids when a router's
-ports are still not ACTIVE at its deadline.
+``ports_ready`` is pure. ``PortWaiter`` does I/O: on a thread of its own (so
+waiting never holds a write slot) it polls the ports of every router due for
+a look with one ``ports_of_routers`` call (the cloud asks for many routers
+per request), per target agent only the longest-waiting few, and hands back
+MOVED, or PENDING with the port ids when a router's ports are still not
+ACTIVE at its deadline.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from l3ha.clock import Clock
@@ -76,7 +76,7 @@ class PortWaiter:
     """Polls routers' ports until ACTIVE or their deadline; calls back once per router."""
 
     def __init__(
-        self, cloud: Cloud, clock: Clock, interval: float, pollers: int, window: int | None = None
+        self, cloud: Cloud, clock: Clock, interval: float, window: int | None = None
     ) -> None:
         self._cloud = cloud
         self._clock = clock
@@ -86,7 +86,6 @@ class PortWaiter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = False
-        self._pool = ThreadPoolExecutor(max_workers=pollers, thread_name_prefix="l3ha-ports")
         self._thread = threading.Thread(target=self._loop, name="l3ha-port-waiter", daemon=True)
         self._thread.start()
 
@@ -113,7 +112,6 @@ class PortWaiter:
             self._stop = True
         self._wake.set()
         self._thread.join()
-        self._pool.shutdown(wait=True)
 
     def _loop(self) -> None:
         while True:
@@ -123,7 +121,7 @@ class PortWaiter:
                 now = self._clock.monotonic()
                 due, upcoming = self._due(now)
             if due:
-                list(self._pool.map(self._check, due))
+                self._check(due)
                 continue
             self._wake.clear()
             if upcoming is None:
@@ -137,33 +135,42 @@ class PortWaiter:
         Per target host only the ``window`` longest-waiting routers are polled
         (an agent works through its queue roughly in order, so later ones cannot
         be ready much sooner); any router at its deadline is polled once more.
+        Once one router is due, every router that would be due within the next
+        interval is polled with it: they share the call, and stay in step after.
         """
         rank: dict[str, int] = {}
-        due: list[_Entry] = []
-        upcoming: float | None = None
+        timed: list[tuple[float, _Entry]] = []
         for entry in self._entries:  # in the order the routers were bound
             position = rank.get(entry.host, 0)
             rank[entry.host] = position + 1
             in_window = self._window is None or position < self._window
-            when = entry.next_check if in_window else entry.deadline
-            if when <= now:
-                due.append(entry)
-            elif upcoming is None or when < upcoming:
-                upcoming = when
-        return due, upcoming
+            timed.append((entry.next_check if in_window else entry.deadline, entry))
+        if not timed:
+            return [], None
+        first = min(when for when, _ in timed)
+        if first > now:
+            return [], first
+        return [e for when, e in timed if when < now + self._interval], None
 
-    def _check(self, entry: _Entry) -> None:
+    def _check(self, due: list[_Entry]) -> None:
+        """Read the ports of every due router at once; finish those ready or out of time."""
         try:
-            ports = self._cloud.router_ports(entry.router_id)
-            ready, waiting = ports_ready(ports, entry.kind, entry.host)
+            ports: dict[str, list[PortState]] | None = self._cloud.ports_of_routers(
+                [e.router_id for e in due]
+            )
         except L3haError as exc:
-            log.warning("reading ports of router %s failed: %s", entry.router_id, exc)
-            ready, waiting = False, entry.waiting
+            log.warning("reading ports of %d router(s) failed: %s", len(due), exc)
+            ports = None
         now = self._clock.monotonic()
-        if not ready and now < entry.deadline:
-            entry.waiting = waiting
-            entry.next_check = min(now + self._interval, entry.deadline)
-            return
-        with self._lock:
-            self._entries.remove(entry)
-        entry.done(ready, waiting)
+        for entry in due:
+            if ports is None:
+                ready, waiting = False, entry.waiting
+            else:
+                ready, waiting = ports_ready(ports.get(entry.router_id, []), entry.kind, entry.host)
+            if not ready and now < entry.deadline:
+                entry.waiting = waiting
+                entry.next_check = min(now + self._interval, entry.deadline)
+                continue
+            with self._lock:
+                self._entries.remove(entry)
+            entry.done(ready, waiting)

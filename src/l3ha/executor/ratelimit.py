@@ -1,8 +1,7 @@
-"""Budgets for the executor: a token bucket and a per-target in-flight limit. Pure.
+"""Budgets for the executor: a per-target in-flight limit (and the token bucket). Pure.
 
-Both take time from an injected clock (``l3ha.clock.Clock``) and never sleep
-themselves: callers ask how long to wait and sleep on their own clock, so the
-logic is tested with ``ManualClock`` without real waiting.
+The token bucket lives in ``l3ha.tokenbucket`` (the cloud adapter paces API
+calls with one too) and is re-exported here. ``TargetSlots`` never blocks.
 """
 
 from __future__ import annotations
@@ -10,61 +9,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from l3ha.clock import Clock
+from l3ha.tokenbucket import TokenBucket
 
-
-class TokenBucket:
-    """At most ``rate`` moves per second on average, at most ``burst`` at once.
-
-    ``rate=None`` means unlimited. The bucket starts full. Thread-safe.
-    """
-
-    def __init__(self, rate: float | None, burst: int, clock: Clock) -> None:
-        if rate is not None and rate <= 0:
-            raise ValueError("rate must be positive (or None for unlimited)")
-        if burst < 1:
-            raise ValueError("burst must be at least 1")
-        self._rate = rate
-        self._burst = float(burst)
-        self._clock = clock
-        self._tokens = float(burst)
-        self._stamp = clock.monotonic()
-        self._lock = threading.Lock()
-
-    @property
-    def unlimited(self) -> bool:
-        return self._rate is None
-
-    def _refill(self) -> None:
-        now = self._clock.monotonic()
-        if self._rate is not None:
-            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
-        self._stamp = now
-
-    def try_take(self) -> bool:
-        """Take one token if there is one; return whether it was taken."""
-        if self._rate is None:
-            return True
-        with self._lock:
-            self._refill()
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return True
-            return False
-
-    def wait_time(self) -> float:
-        """Seconds until a token will be available (0 when one is available now)."""
-        if self._rate is None:
-            return 0.0
-        with self._lock:
-            self._refill()
-            missing = 1.0 - self._tokens
-            return max(0.0, missing / self._rate)
-
-    def take(self) -> None:
-        """Take one token, sleeping on the clock until one is available."""
-        while not self.try_take():
-            self._clock.sleep(max(self.wait_time(), 1e-3))
+__all__ = ["TargetSlots", "TokenBucket"]
 
 
 class TargetSlots:

@@ -5,10 +5,13 @@ This is the one place that changes Neutron. It starts moves in plan order
 whose router still has an earlier move running), at most ``concurrency``
 writing at once, no faster than the token bucket allows. Each move's writes
 are in ``l3ha.executor.steps``; waiting for ports is in
-``l3ha.executor.ports`` and holds no write slot. A canary batch runs first;
-then, for evacuations (and repairs), the sources are re-checked before the
-rest: once a source is usable again (alive AND enabled) its remaining moves,
-replica additions and replica removals are skipped. A move that ends with an
+``l3ha.executor.ports`` and holds no write slot. A canary batch runs first:
+once its writes are read back (its ports come up in the background, like
+everyone's; a canary is judged by its writes, not by a wave of router
+processing), the sources are re-read for evacuations (and repairs) before
+the rest: once a source is usable again (alive AND enabled) its remaining
+moves, replica additions and replica removals are skipped. If every canary
+move went wrong, nothing else starts. A move that ends with an
 unexpected error or with its router on no agent goes through
 ``l3ha.executor.salvage`` before it is reported. Routers the plan could not
 place are carried into ``RunResult.unplaced`` (the run is then not ok).
@@ -35,7 +38,7 @@ from l3ha.executor.ratelimit import TargetSlots, TokenBucket
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
 from l3ha.journal import Journal, OperationStatus
-from l3ha.model import Agent, Move, MoveKind, Plan
+from l3ha.model import Agent, Move, MoveKind, Plan, Router
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class _Item:
     move_id: int = 0
     slot: str | None = None
     started: float = 0.0
+    written: bool = False  # its writes are done and read back (ports may still come up)
     result: MoveResult | None = None
 
 
@@ -96,6 +100,7 @@ class Executor:
         args: Mapping[str, object] | None = None,
         require_dead_source: bool | None = None,
         should_stop: Callable[[], bool] | None = None,
+        routers: Mapping[str, Router] | None = None,
     ) -> RunResult:
         """Execute ``plan``; every move gets a result, in plan order.
 
@@ -106,6 +111,8 @@ class Executor:
         ``should_stop``: asked before each move starts; once it answers True
         (a daemon shutting down or losing leadership) no further move starts,
         the moves in flight finish, and the rest are reported skipped.
+        ``routers``: the plan's routers by id, so that a fallback target's
+        agent mode is checked against its router (DVR routers need dvr_snat).
         """
         kind = operation_kind or plan.action
         warnings = tuple(plan.warnings) + tuple(
@@ -130,6 +137,7 @@ class Executor:
             must_be_dead=must_be_dead,
             journal=self.journal,
             should_stop=should_stop,
+            routers=routers,
         )
         return run.execute(dict(args or {}), warnings)
 
@@ -164,6 +172,7 @@ class _Run:
         must_be_dead: bool,
         journal: Journal,
         should_stop: Callable[[], bool] | None = None,
+        routers: Mapping[str, Router] | None = None,
     ) -> None:
         self.ex = executor
         self.opts = executor.options
@@ -178,7 +187,9 @@ class _Run:
         self.items = [_Item(i, m) for i, m in enumerate(plan.moves)]
         self.state = _State()
         self.sources = SourceWatch(must_be_dead)
-        self.writer = MoveWriter(executor.cloud, journal, self.clock, self.opts, self.sources)
+        self.writer = MoveWriter(
+            executor.cloud, journal, self.clock, self.opts, self.sources, routers=routers
+        )
         self.bucket = TokenBucket(self.opts.rate, self.opts.bucket_burst, self.clock)
         self.slots = TargetSlots(self.opts.per_target_inflight)
 
@@ -194,17 +205,13 @@ class _Run:
         pool = ThreadPoolExecutor(max_workers=self.opts.concurrency, thread_name_prefix="l3ha-move")
         waiter = (
             PortWaiter(
-                self.ex.cloud,
-                self.clock,
-                self.opts.port_poll_interval,
-                self.opts.port_pollers,
-                self.opts.port_poll_window,
+                self.ex.cloud, self.clock, self.opts.port_poll_interval, self.opts.port_poll_window
             )
             if self.opts.wait_ports
             else None
         )
         try:
-            self._dispatch(self.items[:canary], pool, waiter)
+            self._dispatch(self.items[:canary], pool, waiter, until_written=True)
             if canary:
                 self._after_canary(self.items[:canary])
             self._dispatch(self.items[canary:], pool, waiter)
@@ -242,8 +249,10 @@ class _Run:
         return self.stopped and not item.started
 
     def _after_canary(self, canary: list[_Item]) -> None:
-        """Re-check the sources; stop everything if the whole canary batch went wrong."""
-        outcomes = [i.result.outcome for i in canary if i.result is not None]
+        """Once every canary move is written (bound, read back) or finished: re-check the
+        sources; stop everything if the whole canary batch went wrong."""
+        with self.state.cond:
+            outcomes = [None if i.result is None else i.result.outcome for i in canary if i.started]
         if outcomes and all(o in BAD_OUTCOMES for o in outcomes):
             for item in self.items[len(canary) :]:
                 self._finish(
@@ -255,15 +264,25 @@ class _Run:
                     ),
                 )
             return
-        for source in sorted({i.move.source for i in self.items[len(canary) :] if i.move.source}):
+        sources = sorted({i.move.source for i in self.items[len(canary) :] if i.move.source})
+        if sources and self.sources.require_dead:
+            self.writer.agents.refresh()  # one read of every agent, now
+        for source in sources:
             self.writer.source_came_back(source)
 
     # --- dispatching -------------------------------------------------------
 
     def _dispatch(
-        self, items: list[_Item], pool: ThreadPoolExecutor, waiter: PortWaiter | None
+        self,
+        items: list[_Item],
+        pool: ThreadPoolExecutor,
+        waiter: PortWaiter | None,
+        *,
+        until_written: bool = False,
     ) -> None:
-        """Start every item (respecting budgets) and return when all have finished."""
+        """Start every item (respecting budgets); return when every move of the run has
+        finished, or (``until_written``: the canary) when these are written or finished."""
+        wait_for = items if until_written else self.items
         remaining = [i for i in items if i.result is None]
         while True:
             with self.state.cond:
@@ -273,7 +292,10 @@ class _Run:
                 else:
                     revived = self._revived(remaining)
                 remaining = [i for i in remaining if i.result is None and i not in revived]
-                if not remaining and not revived and all(i.result is not None for i in items):
+                settled = all(
+                    i.result is not None or (until_written and i.written) for i in wait_for
+                )
+                if not remaining and not revived and settled:
                     return
                 item = self._next_startable(remaining)
                 claimed = item is not None and self.bucket.try_take()
@@ -371,6 +393,9 @@ class _Run:
         if item.slot is not None:
             self.slots.transfer(item.slot, outcome.target)
             item.slot = outcome.target
+        with self.state.cond:
+            item.written = True
+            self.state.cond.notify_all()
         if waiter is None:
             self._finish(item, self._written_result(item, outcome, True, ()))
             return

@@ -3,7 +3,7 @@
 I/O: reads bindings and agents from the cloud, binds routers, journals each
 step (all through ``MoveWriter``), sleeps on the injected clock between
 rounds. When a move fails in a way its own steps did not handle (an API that
-kept failing past its retries, a bug), or ends with the router on no agent
+kept failing past the cloud's retries, a bug), or ends with the router on no agent
 (every bind failed, e.g. during an API outage), the router may be dark.
 Before reporting that, this module keeps trying, for
 ``ExecutorOptions.salvage_patience`` seconds, to read the router's bindings
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from l3ha.executor.candidates import is_usable, why_not
+from l3ha.executor.candidates import why_not
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.executor.steps import NO_AGENT, MoveWriter, RouterGoneError, Written
 from l3ha.journal import MoveStep
@@ -122,7 +122,7 @@ def _judge_hosted(
     agent = writer.agent(landed)
     if agent is None:
         return MoveResult(move, MoveOutcome.FAILED, f"{error} (hosted by {where})")
-    if not is_usable(agent):  # e.g. Neutron scheduled it there, and that agent is gone
+    if not agent.usable:  # e.g. Neutron scheduled it there, and that agent is gone
         reason = f"{error} (hosted by {agent.host}, which {why_not(agent).split(' ', 1)[1]})"
         return MoveResult(move, MoveOutcome.FAILED, reason, target=agent.id)
     return Written(landed, agent.host, 0, f"bound to {agent.host} despite: {error}")

@@ -1,29 +1,31 @@
-"""The writes of one move, step by step, with journal, retries, fallbacks and rollback.
+"""The writes of one move, step by step, with journal, fallbacks and rollback.
 
 I/O: calls the cloud (reads and writes bindings) and the journal. The runner
 (``l3ha.executor.runner``) decides *when* a move runs; this module decides
 *what* it does, and always ends in a state read back from the cloud: a
-router is never left without an agent silently.
+router is never left without an agent silently. The cloud reads every write
+back once and returns what it saw, and it has retried what was worth
+retrying: nothing here reads a write back again or retries a call. Agents
+(is the source back? can this target take the router?) come from the run's
+shared ``AgentView``. A legacy move costs four calls: unbind, its read-back,
+bind, its read-back.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
-from l3ha.errors import ApiNotFoundError, L3haError, NotFoundError
-from l3ha.executor.candidates import is_usable, why_not
+from l3ha.errors import ApiNotFoundError, L3haError, ReadBackError
+from l3ha.executor.agentview import AgentView
+from l3ha.executor.candidates import why_not
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.journal import Journal, MoveStep
-from l3ha.model import Agent, Move, MoveKind
-
-T = TypeVar("T")
+from l3ha.model import Agent, Binding, Move, MoveKind, Router
 
 #: How every reason of a router left without an agent starts (operators grep for it).
 NO_AGENT = "ROUTER HAS NO AGENT: "
@@ -67,13 +69,14 @@ class SourceWatch:
         with self._lock:
             return agent_id is not None and agent_id in self._revived
 
-    def revived_hosts(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._revived)
-
 
 class MoveWriter:
-    """Performs one move's writes; shared by all worker threads of a run."""
+    """Performs one move's writes; shared by all worker threads of a run.
+
+    ``routers``: the routers as planned (by id), so that a fallback target's
+    agent mode is checked against the router (a DVR router needs a
+    ``dvr_snat`` agent); a router not in it is checked as a legacy router.
+    """
 
     def __init__(
         self,
@@ -82,56 +85,49 @@ class MoveWriter:
         clock: Clock,
         options: ExecutorOptions,
         sources: SourceWatch,
+        *,
+        routers: Mapping[str, Router] | None = None,
     ) -> None:
         self.cloud = cloud
         self.journal = journal
         self.clock = clock
         self.options = options
         self.sources = sources
+        self.routers: Mapping[str, Router] = routers or {}
+        self.agents = AgentView(cloud, clock, options.agent_recheck_interval)
         self.journal_error = ""  # set once a journal write failed: no more moves start
 
     # --- helpers ---------------------------------------------------------
 
-    def retrying(self, call: Callable[[], T]) -> tuple[T, int]:
-        """Run ``call``; retry retryable errors with backoff. Returns (result, attempts)."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return call(), attempt
-            except L3haError as exc:
-                if not exc.retryable or attempt > self.options.retries:
-                    raise
-                self.clock.sleep(self.options.backoff_delay(attempt))
-
     def hosting(self, router_id: str) -> set[str]:
         """Agent ids hosting the router, read fresh (``RouterGoneError`` if it was deleted)."""
         try:
-            bindings, _ = self.retrying(lambda: self.cloud.router_bindings(router_id))
+            bindings = self.cloud.router_bindings(router_id)
         except ApiNotFoundError as exc:
             raise RouterGoneError(router_id) from exc
         return {b.agent_id for b in bindings}
 
-    def agent(self, agent_id: str) -> Agent | None:
-        """The agent read fresh, or ``None`` when it no longer exists."""
+    def unbind(self, router_id: str, agent_id: str) -> set[str]:
+        """Unbind; the hosting agents read back (``RouterGoneError`` if it was deleted)."""
         try:
-            agent, _ = self.retrying(lambda: self.cloud.get_agent(agent_id))
-        except (ApiNotFoundError, NotFoundError):
-            return None
-        return agent
+            return _hosts(self.cloud.unbind(router_id, agent_id))
+        except ApiNotFoundError as exc:
+            raise RouterGoneError(router_id) from exc
+
+    def agent(self, agent_id: str, *, fresh: bool = False) -> Agent | None:
+        """The agent as of the run's shared view (read again first when ``fresh``: for the
+        rare turns where Neutron just acted on its own), ``None`` when it does not exist."""
+        if fresh:
+            self.agents.refresh()
+        return self.agents.get(agent_id)
 
     def eligible(self, agent_id: str, router_id: str) -> tuple[Agent | None, str]:
-        """(agent, "") when the agent can take the router now, else (None, why not)."""
+        """(agent, "") when the agent can take this router now, else (None, why not)."""
         agent = self.agent(agent_id)
         if agent is None:
             return None, f"{agent_id} does not exist"
-        reason = why_not(agent)
+        reason = why_not(agent, self.routers.get(router_id))
         return (None, reason) if reason else (agent, "")
-
-    def _bind_once(self, router_id: str, agent_id: str) -> int:
-        """Bind with retries; the number of attempts it took."""
-        _, used = self.retrying(lambda: self.cloud.bind(router_id, agent_id))
-        return used
 
     def step(
         self, move_id: int, step: MoveStep, target: str | None = None, detail: str = ""
@@ -153,7 +149,7 @@ class MoveWriter:
         if self.sources.revived(source):
             return True
         agent = self.agent(source)
-        if agent is not None and is_usable(agent):
+        if agent is not None and agent.usable:
             self.sources.mark_revived(agent.id, agent.host)
             return True
         return False
@@ -179,10 +175,10 @@ class MoveWriter:
                     target=agent.id,
                     detail=f"fallback target after: {errors[-1] if errors else ''}",
                 )
+            attempts += 1
             try:
-                attempts += self._bind_once(move.router_id, agent.id)
+                self.cloud.bind(move.router_id, agent.id)  # read back by the cloud
             except L3haError as exc:
-                attempts += self.options.retries + 1 if exc.retryable else 1
                 hosting = self.hosting(move.router_id)
                 if agent.id not in hosting:  # else: a lost answer, the binding is there
                     errors.append(f"{agent.host}: {exc}")
@@ -190,9 +186,6 @@ class MoveWriter:
                         break  # someone else hosted it meanwhile; do not fight over it
                     continue
             self.step(move_id, MoveStep.BOUND, target=agent.id)
-            if agent.id not in self.hosting(move.router_id):
-                errors.append(f"{agent.host}: binding not found when read back")
-                continue
             self.step(move_id, MoveStep.VERIFIED, target=agent.id)
             note = f"fallback after: {'; '.join(errors)}" if errors else ""
             return Written(agent.id, agent.host, attempts, note), errors
@@ -226,19 +219,15 @@ class MoveWriter:
             return MoveResult(move, MoveOutcome.SKIPPED, "the router was deleted meanwhile")
 
     def _move(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
+        """Unbind from the source, bind to the first eligible candidate.
+
+        No read before the unbind: it is idempotent, and its read-back shows
+        where the router is. Nowhere: bind it. On another agent: Neutron (or
+        someone) scheduled it there before or right after the unbind, and it
+        is judged like a router Neutron schedules in the gap (``landed_elsewhere``).
+        """
         if self.source_came_back(move.source):
             return MoveResult(move, MoveOutcome.SKIPPED, f"{SOURCE_BACK}; not moved")
-        hosting = self.hosting(move.router_id)
-        if move.source not in hosting:
-            if hosting:
-                where = ", ".join(sorted(hosting))
-                return MoveResult(
-                    move,
-                    MoveOutcome.SKIPPED,
-                    f"no longer on the source; on {where}",
-                    target=sorted(hosting)[0],
-                )
-            return self._bind(move, move_id, candidates)
         first, rest, reasons = self.first_eligible(move, candidates)
         if first is None:
             return MoveResult(
@@ -250,11 +239,17 @@ class MoveWriter:
         assert move.source is not None
         source = move.source
         try:
-            self.retrying(lambda: self.cloud.unbind(move.router_id, source))
+            hosting = self.unbind(move.router_id, source)
         except L3haError as exc:
-            if source in self.hosting(move.router_id):
+            hosting = self.hosting(move.router_id)
+            if source in hosting and isinstance(exc, ReadBackError):  # bound again at once
+                return self.landed_elsewhere(move, move_id, hosting, [str(exc)], candidates)
+            if source in hosting:
                 return MoveResult(move, MoveOutcome.FAILED, f"unbind from the source failed: {exc}")
         self.step(move_id, MoveStep.UNBOUND)
+        if hosting:
+            seen = "found there when the unbind was read back"
+            return self.landed_elsewhere(move, move_id, hosting, [seen], candidates)
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return written
@@ -300,8 +295,8 @@ class MoveWriter:
         """
         where = sorted(hosting)
         why = "; ".join(errors) or "no error"
-        agent = self.agent(where[0])
-        if agent is not None and is_usable(agent):
+        agent = self.agent(where[0], fresh=True)
+        if agent is not None and agent.usable:
             if agent.id == move.source:
                 if self.sources.require_dead:
                     self.sources.mark_revived(agent.id, agent.host)
@@ -330,7 +325,7 @@ class MoveWriter:
             return MoveResult(move, MoveOutcome.FAILED, reason, target=holder.id)
         self.step(move_id, MoveStep.INTENT, target=first.id, detail=f"{grabbed}; moving it on")
         try:
-            self.retrying(lambda: self.cloud.unbind(move.router_id, holder.id))
+            self.unbind(move.router_id, holder.id)
         except L3haError as exc:
             if holder.id in self.hosting(move.router_id):
                 reason = f"{grabbed}; unbinding it from there failed: {exc}"
@@ -355,12 +350,14 @@ class MoveWriter:
     def rollback_to_source(self, move: Move, move_id: int) -> str | None:
         """Bind the router back to its source when that is usable; its id, or None."""
         source = self.agent(move.source) if move.source else None
-        if source is None or not is_usable(source):
+        if source is None or not source.usable:
             return None
         self.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
-        with contextlib.suppress(L3haError):  # judged by reading back below
-            self.retrying(lambda: self.cloud.bind(move.router_id, source.id))
-        if source.id not in self.hosting(move.router_id):
+        try:
+            hosting = _hosts(self.cloud.bind(move.router_id, source.id))
+        except L3haError:  # refused, or not readable: judged by one more read
+            hosting = self.hosting(move.router_id)
+        if source.id not in hosting:
             return None
         self.step(move_id, MoveStep.VERIFIED, target=source.id, detail="rolled back to source")
         return source.id
@@ -443,23 +440,31 @@ class MoveWriter:
             )
         self.step(move_id, MoveStep.INTENT)
         try:
-            self.retrying(lambda: self.cloud.unbind(move.router_id, source))
+            self.unbind(move.router_id, source)
         except L3haError as exc:
             if source in self.hosting(move.router_id):
-                return MoveResult(move, MoveOutcome.FAILED, f"removing the replica failed: {exc}")
+                return self._replica_kept(move, exc)
         self.step(move_id, MoveStep.UNBOUND)
-        if source in self.hosting(move.router_id):
-            back = self.agent(source)
-            if back is not None and is_usable(back):  # its resync topped the router up
-                if self.sources.require_dead:
-                    self.sources.mark_revived(back.id, back.host)
-                return MoveResult(
-                    move,
-                    MoveOutcome.SKIPPED,
-                    f"Neutron re-added the replica on {back.host}: its agent is back and "
-                    "resynced (auto-scheduling tops HA routers up); kept, not removed again",
-                    target=back.id,
-                )
-            return MoveResult(move, MoveOutcome.FAILED, "replica still bound when read back")
         self.step(move_id, MoveStep.VERIFIED)
         return MoveResult(move, MoveOutcome.MOVED, "replica removed")
+
+    def _replica_kept(self, move: Move, exc: L3haError) -> MoveResult:
+        """The replica is still bound after its removal: re-added by its revived agent?"""
+        back = self.agent(move.source, fresh=True) if move.source else None
+        if isinstance(exc, ReadBackError) and back is not None and back.usable:
+            if self.sources.require_dead:  # its resync topped the router up
+                self.sources.mark_revived(back.id, back.host)
+            return MoveResult(
+                move,
+                MoveOutcome.SKIPPED,
+                f"Neutron re-added the replica on {back.host}: its agent is back and "
+                "resynced (auto-scheduling tops HA routers up); kept, not removed again",
+                target=back.id,
+            )
+        if isinstance(exc, ReadBackError):
+            return MoveResult(move, MoveOutcome.FAILED, "replica still bound when read back")
+        return MoveResult(move, MoveOutcome.FAILED, f"removing the replica failed: {exc}")
+
+
+def _hosts(bindings: list[Binding]) -> set[str]:
+    return {b.agent_id for b in bindings}

@@ -65,7 +65,7 @@ class Finding:
 def audit_ha_routers(snapshot: Snapshot, replicas: int = 2) -> list[Finding]:
     """Every finding for every HA router, ordered by router id then kind."""
     usable_azs = {
-        a.availability_zone for a in snapshot.agents if _is_live(a) and a.can_host_centralized
+        a.availability_zone for a in snapshot.agents if a.usable and a.can_host_centralized
     }
     findings: list[Finding] = []
     for router in sorted(snapshot.routers, key=lambda r: r.id):
@@ -77,10 +77,6 @@ def audit_ha_routers(snapshot: Snapshot, replicas: int = 2) -> list[Finding]:
 def worst_severity(findings: list[Finding]) -> Severity:
     """The severity a check reports for these findings."""
     return max((f.severity for f in findings), default=Severity.OK)
-
-
-def _is_live(agent: Agent) -> bool:
-    return agent.alive and agent.admin_state_up
 
 
 def _audit_router(
@@ -109,7 +105,7 @@ def _audit_router(
                     (agent.id,),
                 )
             )
-    live = [a for _, a in hosted if _is_live(a)]
+    live = [a for _, a in hosted if a.usable]
     if len(live) < replicas:
         findings.append(
             Finding(

@@ -87,14 +87,6 @@ def restore_port(bridge_ns: str, bridge: str, port: str) -> None:
     ip("-n", bridge_ns, "link", "set", port, "master", bridge)
 
 
-def port_is_bridged(bridge_ns: str, port: str) -> bool:
-    try:
-        out = ip("-n", bridge_ns, "-o", "link", "show", "dev", port)
-    except LabCommandError:
-        return False
-    return " master " in out
-
-
 def alive(pid: int) -> bool:
     """Whether ``pid`` exists and is not a zombie."""
     try:

@@ -202,6 +202,7 @@ def _execute(
         },
         require_dead_source=False if request.force else None,
         should_stop=ctx.should_stop,
+        routers=snapshot.routers_by_id,
     )
     if plan.unplaceable and not request.dry_run:
         ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
@@ -254,7 +255,7 @@ def _finish_interrupted_plans(
         if op.kind not in ("evacuate", "drain") or not isinstance(agent_ref, str):
             continue
         source = ctx.observe().find_agent(agent_ref)
-        if op.kind == "evacuate" and source.alive and source.admin_state_up:
+        if op.kind == "evacuate" and source.usable:
             ctx.notify(
                 f"agent {source.host} is alive again: its interrupted evacuation is not resumed"
             )

@@ -73,7 +73,7 @@ def gate_fleet(request: ActionRequest, snapshot: Snapshot) -> None:
 def _evacuation_source(request: ActionRequest, snapshot: Snapshot) -> str:
     """The source agent's id, after the live-agent gate of an evacuation."""
     agent = snapshot.find_agent(_agent_ref(request))
-    if agent.alive and agent.admin_state_up and not request.force:
+    if agent.usable and not request.force:
         raise SafetyHaltError(
             f"agent {agent.host} is alive and enabled: use 'l3ha drain {agent.host}' to move its "
             "routers away make-before-break (or evacuate --force)"

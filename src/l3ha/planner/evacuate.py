@@ -29,7 +29,7 @@ from l3ha.model import (
 from l3ha.planner.builder import PlanBuilder, replace_binding
 from l3ha.planner.load import PlanState
 from l3ha.planner.policy import PlacementPolicy
-from l3ha.planner.targets import Targets, is_healthy
+from l3ha.planner.targets import Targets
 from l3ha.weights import WeightPolicy
 
 
@@ -164,7 +164,7 @@ def _no_targets(source: Agent, routers: list[Router], action: str) -> Halt:
 
 
 def _warn_source_state(source: Agent, action: str, out: PlanBuilder) -> None:
-    if action == "evacuate" and is_healthy(source):
+    if action == "evacuate" and source.usable:
         out.warn(f"agent {source.host} is alive and enabled: evacuate is for dead agents (drain)")
     elif action == "drain" and not source.alive:
         out.warn(f"agent {source.host} is dead: its routers are down until moved (evacuate)")

@@ -16,7 +16,7 @@ from l3ha.planner.builder import PlanBuilder, bind_router, replace_binding
 from l3ha.planner.evacuate import check_allowed_targets
 from l3ha.planner.load import PlanState
 from l3ha.planner.policy import PlacementPolicy
-from l3ha.planner.targets import Targets, is_healthy, mode_fits
+from l3ha.planner.targets import Targets, mode_fits
 from l3ha.weights import WeightPolicy
 
 
@@ -77,5 +77,5 @@ def _source_of(snapshot: Snapshot, router: Router, targets: Targets) -> Agent | 
         return hosting[0] if hosting else None
     states = {b.agent_id: b.ha_state for b in snapshot.bindings_of_router(router.id)}
     replaceable = [a for a in hosting if states.get(a.id) != HAState.ACTIVE]
-    replaceable.sort(key=lambda a: (is_healthy(a), a.id))
+    replaceable.sort(key=lambda a: (a.usable, a.id))
     return replaceable[0] if replaceable else None

@@ -22,7 +22,7 @@ from l3ha.planner.balance import UNLIMITED, Balancer, Limits, Phase
 from l3ha.planner.evacuate import check_allowed_targets
 from l3ha.planner.lowerbound import balance_bound
 from l3ha.planner.policy import PlacementPolicy, agent_named, avoided_hosts, preferred_hosts
-from l3ha.planner.targets import is_healthy, mode_fits
+from l3ha.planner.targets import mode_fits
 from l3ha.weights import WeightPolicy
 
 
@@ -62,7 +62,7 @@ def _pool(snapshot: Snapshot, placement: PlacementPolicy) -> list[Agent]:
         (
             a
             for a in snapshot.agents
-            if is_healthy(a) and a.can_host_centralized and (allowed is None or a.id in allowed)
+            if a.usable and a.can_host_centralized and (allowed is None or a.id in allowed)
         ),
         key=lambda a: a.id,
     )
@@ -147,7 +147,7 @@ def _leaving_order(candidates: dict[str, _Candidate], doubled: set[str]) -> list
 
 def _on_unhealthy(snapshot: Snapshot, agent_id: str) -> bool:
     agent = snapshot.agents_by_id.get(agent_id)
-    return agent is not None and agent.can_host_centralized and not is_healthy(agent)
+    return agent is not None and agent.can_host_centralized and not agent.usable
 
 
 def _leave_key(router: Router, agent: Agent) -> int:

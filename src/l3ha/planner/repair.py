@@ -16,7 +16,7 @@ from l3ha.model import Agent, Binding, HAState, Plan, Router, Snapshot
 from l3ha.planner.builder import PlanBuilder, bind_router, replace_binding
 from l3ha.planner.load import PlanState
 from l3ha.planner.policy import PlacementPolicy
-from l3ha.planner.targets import Targets, is_healthy
+from l3ha.planner.targets import Targets
 from l3ha.weights import WeightPolicy
 
 
@@ -49,7 +49,7 @@ def _health_word(agent: Agent) -> str:
 
 
 def _on_unhealthy(snapshot: Snapshot) -> list[Binding]:
-    unhealthy = {a.id for a in snapshot.agents if not is_healthy(a)}
+    unhealthy = {a.id for a in snapshot.agents if not a.usable}
     return [b for b in snapshot.bindings if b.agent_id in unhealthy]
 
 
@@ -58,7 +58,7 @@ def _dead_replicas(snapshot: Snapshot, targets: Targets) -> list[tuple[Router, A
     for binding in _on_unhealthy(snapshot):
         router = snapshot.routers_by_id.get(binding.router_id)
         agent = targets.by_id.get(binding.agent_id)
-        if router is None or agent is None or not router.ha or is_healthy(agent):
+        if router is None or agent is None or not router.ha or agent.usable:
             continue
         if not agent.can_host_centralized:
             continue
@@ -74,7 +74,7 @@ def _warn_stranded(snapshot: Snapshot, targets: Targets, out: PlanBuilder) -> No
     for binding in _on_unhealthy(snapshot):
         router = snapshot.routers_by_id.get(binding.router_id)
         agent = targets.by_id.get(binding.agent_id)
-        if router is None or agent is None or is_healthy(agent):
+        if router is None or agent is None or agent.usable:
             continue
         if not router.ha and agent.can_host_centralized:
             stranded[agent.host] = stranded.get(agent.host, 0) + 1

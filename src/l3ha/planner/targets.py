@@ -32,11 +32,6 @@ class Choice:
     reason: str = ""
 
 
-def is_healthy(agent: Agent) -> bool:
-    """Alive and administratively up."""
-    return agent.alive and agent.admin_state_up
-
-
 def mode_fits(router: Router, agent: Agent) -> bool:
     """Whether the agent's mode can host the router's centralized part."""
     if router.distributed:
@@ -60,7 +55,7 @@ class Targets:
         self.pool = tuple(
             a
             for a in self.agents
-            if is_healthy(a) and a.can_host_centralized and (allowed is None or a.id in allowed)
+            if a.usable and a.can_host_centralized and (allowed is None or a.id in allowed)
         )
         self.snat_pool = tuple(a for a in self.pool if a.mode == AgentMode.DVR_SNAT)
         self.limited = (
@@ -131,7 +126,7 @@ class Targets:
         replica_azs = {
             self.by_id[h].availability_zone
             for h in holders - exclude
-            if h in self.by_id and is_healthy(self.by_id[h])
+            if h in self.by_id and self.by_id[h].usable
         }
         prefer = preferred_hosts(router) if router.tags else ()
 
@@ -153,7 +148,7 @@ class Targets:
         avoid = avoided_hosts(router)
         counts = {"down": 0, "mode": 0, "to": 0, "barred": 0, "avoid": 0, "full": 0}
         for agent in self.agents:
-            if not is_healthy(agent):
+            if not agent.usable:
                 counts["down"] += 1
             elif not mode_fits(router, agent):
                 counts["mode"] += 1

@@ -45,10 +45,6 @@ class Grid:
     def first_slot_at_or_after(self, mono: float) -> int:
         return max(0, math.ceil((mono - self.origin) / self.step - 1e-9))
 
-    def slots_before(self, mono: float) -> int:
-        """How many slots are due strictly before ``mono``."""
-        return self.first_slot_at_or_after(mono)
-
 
 @dataclass
 class GridStats:

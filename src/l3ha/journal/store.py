@@ -1,16 +1,10 @@
-"""The durable journal of operations and moves. I/O: a SQLite file in the state dir.
+"""The journal writer: operations, moves, steps and outcomes in SQLite. I/O: the journal file.
 
-Every operation that changes the cloud is recorded here: the operation when it
-starts, every planned move, the *intent* of a move before its first write,
-each step after it happens, and the outcome at the end. After a crash
-(``kill -9`` at any point) ``unfinished_operations()`` lists what was cut
-short, and ``l3ha.executor.recovery`` finishes it from the cloud's actual
-state. Writes are group-committed (WAL). Operation starts and ends and every
-*intent* are fsynced before the call returns, so no cloud write happens
-without a durable intent; the steps after it and the outcomes are committed
-without waiting for the disk: they survive a killed process, and after a
-power loss recovery judges those moves from the cloud's state anyway.
-The state directory is created mode 0700 and the database files mode 0600.
+``Journal`` is shared by the threads of one process. Writes are
+group-committed (WAL): operation starts and ends and every *intent* are
+fsynced before the call returns, so no cloud write happens without a durable
+intent; the steps after it and the outcomes are committed without waiting
+for the disk.
 """
 
 from __future__ import annotations
@@ -22,13 +16,28 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from l3ha.clock import Clock, SystemClock
 from l3ha.errors import BadInputError
+from l3ha.journal.records import (
+    MOVE_SELECT,
+    OP_SELECT,
+    MoveRecord,
+    MoveStep,
+    OperationRecord,
+    OperationStatus,
+    move_from_row,
+    operation_from_row,
+)
+from l3ha.journal.statedir import (
+    DB_NAME,
+    default_state_dir,
+    prepare_state_dir,
+    process_alive,
+    restrict_files,
+)
 from l3ha.model import Move
 
 T = TypeVar("T")
@@ -36,30 +45,6 @@ T = TypeVar("T")
 #: Operations running in this process, as (journal path, operation id).
 _RUNNING: set[tuple[str, int]] = set()
 _RUNNING_LOCK = threading.Lock()
-
-DB_NAME = "journal.sqlite"
-STATE_DIR_ENV = "L3HA_STATE_DIR"
-
-
-class OperationStatus(StrEnum):
-    """Where an operation stands."""
-
-    RUNNING = "running"
-    DONE = "done"  # every move ended moved, pending or skipped
-    FAILED = "failed"  # at least one move failed or left a router unhosted
-    RECOVERED = "recovered"  # an interrupted operation finished by recovery
-
-
-class MoveStep(StrEnum):
-    """The last thing that happened to one move, in order."""
-
-    PLANNED = "planned"  # in the plan, nothing written yet
-    INTENT = "intent"  # about to write (target chosen)
-    UNBOUND = "unbound"  # removed from the source
-    BOUND = "bound"  # bound to the target
-    VERIFIED = "verified"  # bindings read back as intended
-    DONE = "done"  # outcome recorded (see ``outcome``)
-
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
@@ -99,81 +84,6 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-@dataclass(frozen=True, slots=True)
-class MoveRecord:
-    """One move as the journal holds it."""
-
-    id: int
-    operation_id: int
-    seq: int
-    router_id: str
-    source: str | None
-    target: str | None
-    kind: str
-    reason: str
-    step: MoveStep
-    outcome: str | None
-    created: str
-    updated: str
-    detail: str
-
-    @property
-    def finished(self) -> bool:
-        return self.outcome is not None
-
-
-@dataclass(frozen=True, slots=True)
-class OperationRecord:
-    """One operation as the journal holds it."""
-
-    id: int
-    kind: str
-    args: Mapping[str, object]
-    started: str
-    finished: str | None
-    status: OperationStatus
-    pid: int
-    host: str
-    summary: str
-
-
-def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$L3HA_STATE_DIR``, else ``$XDG_STATE_HOME/l3ha``, else ``~/.local/state/l3ha``."""
-    env = os.environ if environ is None else environ
-    if env.get(STATE_DIR_ENV):
-        return Path(env[STATE_DIR_ENV])
-    if env.get("XDG_STATE_HOME"):
-        return Path(env["XDG_STATE_HOME"]) / "l3ha"
-    return Path.home() / ".local" / "state" / "l3ha"
-
-
-def _prepare_state_dir(state_dir: Path) -> None:
-    try:
-        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(state_dir, 0o700)
-    except OSError as exc:
-        raise BadInputError(f"cannot use state dir {state_dir}: {exc.strerror}") from exc
-    if not os.access(state_dir, os.W_OK | os.X_OK):
-        raise BadInputError(f"cannot use state dir {state_dir}: not writable")
-
-
-def _restrict_files(state_dir: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        path = state_dir / (DB_NAME + suffix)
-        if path.exists():
-            os.chmod(path, 0o600)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class _Request(Generic[T]):
     """One writer's work waiting for (or done by) a group commit."""
 
@@ -197,7 +107,7 @@ class Journal:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.path = self.state_dir / DB_NAME
         self._clock: Clock = clock or SystemClock()
-        _prepare_state_dir(self.state_dir)
+        prepare_state_dir(self.state_dir)
         try:
             # Created 0600 first: SQLite gives its -wal and -shm files the same mode.
             os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
@@ -210,7 +120,7 @@ class Journal:
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise BadInputError(f"cannot open journal {self.path}: {exc}") from exc
-        _restrict_files(self.state_dir)
+        restrict_files(self.state_dir)
         self._lock = threading.Lock()
         self._queue_cv = threading.Condition(threading.Lock())
         self._queue: list[_Request[Any]] = []
@@ -327,11 +237,6 @@ class Journal:
         """
         self._set_running(operation_id, False)
 
-    def add_move(self, operation_id: int, seq: int, move: Move) -> int:
-        """Record one more planned move of an operation; returns its id."""
-        now = self._now()
-        return self._write(lambda db: self._insert_move(db, operation_id, seq, move, now))
-
     @staticmethod
     def _insert_move(db: sqlite3.Connection, op_id: int, seq: int, move: Move, now: str) -> int:
         cur = db.execute(
@@ -415,15 +320,15 @@ class Journal:
             return list(self._db.execute(sql, params).fetchall())
 
     def operation(self, operation_id: int) -> OperationRecord:
-        rows = self._query(_OP_SELECT + " WHERE id=?", (operation_id,))
+        rows = self._query(OP_SELECT + " WHERE id=?", (operation_id,))
         if not rows:
             raise BadInputError(f"no operation {operation_id} in the journal {self.path}")
-        return _operation_from_row(rows[0])
+        return operation_from_row(rows[0])
 
     def moves(self, operation_id: int) -> list[MoveRecord]:
         """Every move of one operation, in plan order."""
-        rows = self._query(_MOVE_SELECT + " WHERE operation_id=? ORDER BY seq, id", (operation_id,))
-        return [_move_from_row(r) for r in rows]
+        rows = self._query(MOVE_SELECT + " WHERE operation_id=? ORDER BY seq, id", (operation_id,))
+        return [move_from_row(r) for r in rows]
 
     def events(self, move_id: int) -> list[tuple[str, str, str]]:
         """(step, at, detail) of one move, oldest first."""
@@ -443,8 +348,8 @@ class Journal:
         another live process on this host began, or one this process is running
         (an operation this process began and then abandoned is listed).
         """
-        rows = self._query(_OP_SELECT + " WHERE finished IS NULL ORDER BY id")
-        ops = [_operation_from_row(r) for r in rows]
+        rows = self._query(OP_SELECT + " WHERE finished IS NULL ORDER BY id")
+        ops = [operation_from_row(r) for r in rows]
         if include_live:
             return ops
         return [o for o in ops if not self._in_progress(o)]
@@ -455,18 +360,18 @@ class Journal:
         if op.pid == os.getpid():
             with _RUNNING_LOCK:
                 return (str(self.path.resolve()), op.id) in _RUNNING
-        return _process_alive(op.pid)
+        return process_alive(op.pid)
 
     def history(self, last: int | None = None) -> list[OperationRecord]:
         """Operations, newest first (``last``: only that many)."""
         if last is not None and last < 1:
             raise BadInputError(f"--last must be at least 1, not {last}")
-        sql = _OP_SELECT + " ORDER BY id DESC"
+        sql = OP_SELECT + " ORDER BY id DESC"
         params: tuple[object, ...] = ()
         if last is not None:
             sql += " LIMIT ?"
             params = (last,)
-        return [_operation_from_row(r) for r in self._query(sql, params)]
+        return [operation_from_row(r) for r in self._query(sql, params)]
 
     def history_rows(self, last: int | None = None) -> list[dict[str, object]]:
         """``history`` as flat rows (one per move) for ``l3ha history`` tables."""
@@ -491,132 +396,3 @@ class Journal:
                     }
                 )
         return rows
-
-
-@dataclass(frozen=True, slots=True)
-class StepEvent:
-    """One recorded step of one move, with its operation, for watchers such as the probe."""
-
-    id: int
-    operation_id: int
-    operation_kind: str
-    router_id: str
-    move_kind: str
-    step: str  # a MoveStep value, or "done:OUTCOME"
-    source: str | None
-    target: str | None
-    at: str
-    detail: str
-
-
-def read_steps_since(state_dir: Path, after_id: int, limit: int = 1000) -> list[StepEvent]:
-    """Steps recorded after event ``after_id``, oldest first; read-only, [] if no journal yet.
-
-    Opens the database read-only on every call, so a watcher in another process
-    never holds it open and never creates it.
-    """
-    path = state_dir / DB_NAME
-    if not path.exists():
-        return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        rows = db.execute(
-            "SELECT e.id, m.operation_id, o.kind, m.router_id, m.kind, e.step, m.source, m.target,"
-            " e.at,"
-            " e.detail FROM events e JOIN moves m ON m.id = e.move_id"
-            " JOIN operations o ON o.id = m.operation_id WHERE e.id > ? ORDER BY e.id LIMIT ?",
-            (after_id, limit),
-        ).fetchall()
-    finally:
-        db.close()
-    return [
-        StepEvent(int(i), int(op), str(k), str(r), str(mk), str(st), src, t, str(at), str(d))
-        for i, op, k, r, mk, st, src, t, at, d in rows
-    ]
-
-
-def interrupted_operations(state_dir: Path) -> list[OperationRecord]:
-    """Unfinished operations whose process is gone; read-only, [] if no journal exists.
-
-    For commands that only want to tell the operator (a new ``Journal`` would
-    create the state dir); ``Journal.unfinished_operations`` is the writer's view.
-    """
-    path = state_dir / DB_NAME
-    if not path.exists():
-        return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        rows = db.execute(_OP_SELECT + " WHERE finished IS NULL ORDER BY id").fetchall()
-    finally:
-        db.close()
-    here = socket.gethostname()
-    ops = [_operation_from_row(r) for r in rows]
-    return [o for o in ops if o.host != here or not _process_alive(o.pid)]
-
-
-def last_step_id(state_dir: Path) -> int:
-    """The id of the newest recorded step (0 when there is none or no journal)."""
-    path = state_dir / DB_NAME
-    if not path.exists():
-        return 0
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        row = db.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
-    finally:
-        db.close()
-    return int(row[0])
-
-
-_OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
-_MOVE_SELECT = (
-    "SELECT id, operation_id, seq, router_id, source, target, kind, reason, step, outcome,"
-    " created, updated, detail FROM moves"
-)
-
-
-def _operation_from_row(row: tuple[object, ...]) -> OperationRecord:
-    op_id, kind, args, started, finished, status, pid, host, summary = row
-    return OperationRecord(
-        id=int(str(op_id)),
-        kind=str(kind),
-        args=json.loads(str(args)),
-        started=str(started),
-        finished=None if finished is None else str(finished),
-        status=OperationStatus(str(status)),
-        pid=int(str(pid)),
-        host=str(host),
-        summary=str(summary),
-    )
-
-
-def _move_from_row(row: tuple[object, ...]) -> MoveRecord:
-    (
-        mv_id,
-        op_id,
-        seq,
-        router,
-        source,
-        target,
-        kind,
-        reason,
-        step,
-        outcome,
-        created,
-        updated,
-        detail,
-    ) = row
-    return MoveRecord(
-        id=int(str(mv_id)),
-        operation_id=int(str(op_id)),
-        seq=int(str(seq)),
-        router_id=str(router),
-        source=None if source is None else str(source),
-        target=None if target is None else str(target),
-        kind=str(kind),
-        reason=str(reason),
-        step=MoveStep(str(step)),
-        outcome=None if outcome is None else str(outcome),
-        created=str(created),
-        updated=str(updated),
-        detail=str(detail),
-    )

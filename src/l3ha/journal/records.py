@@ -1,0 +1,142 @@
+"""What the journal holds: operation and move records, step names, row decoding. Pure.
+
+``OP_SELECT`` / ``MOVE_SELECT`` are the queries whose rows ``operation_from_row``
+and ``move_from_row`` decode; both the writer (``l3ha.journal.store``) and the
+read-only readers (``l3ha.journal.readers``) use them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class OperationStatus(StrEnum):
+    """Where an operation stands."""
+
+    RUNNING = "running"
+    DONE = "done"  # every move ended moved, pending or skipped
+    FAILED = "failed"  # at least one move failed or left a router unhosted
+    RECOVERED = "recovered"  # an interrupted operation finished by recovery
+
+
+class MoveStep(StrEnum):
+    """The last thing that happened to one move, in order."""
+
+    PLANNED = "planned"  # in the plan, nothing written yet
+    INTENT = "intent"  # about to write (target chosen)
+    UNBOUND = "unbound"  # removed from the source
+    BOUND = "bound"  # bound to the target
+    VERIFIED = "verified"  # bindings read back as intended
+    DONE = "done"  # outcome recorded (see ``outcome``)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRecord:
+    """One move as the journal holds it."""
+
+    id: int
+    operation_id: int
+    seq: int
+    router_id: str
+    source: str | None
+    target: str | None
+    kind: str
+    reason: str
+    step: MoveStep
+    outcome: str | None
+    created: str
+    updated: str
+    detail: str
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRecord:
+    """One operation as the journal holds it."""
+
+    id: int
+    kind: str
+    args: Mapping[str, object]
+    started: str
+    finished: str | None
+    status: OperationStatus
+    pid: int
+    host: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """One recorded step of one move, with its operation, for watchers such as the probe."""
+
+    id: int
+    operation_id: int
+    operation_kind: str
+    router_id: str
+    move_kind: str
+    step: str  # a MoveStep value, or "done:OUTCOME"
+    source: str | None
+    target: str | None
+    at: str
+    detail: str
+
+
+OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
+MOVE_SELECT = (
+    "SELECT id, operation_id, seq, router_id, source, target, kind, reason, step, outcome,"
+    " created, updated, detail FROM moves"
+)
+
+
+def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
+    op_id, kind, args, started, finished, status, pid, host, summary = row
+    return OperationRecord(
+        id=int(str(op_id)),
+        kind=str(kind),
+        args=json.loads(str(args)),
+        started=str(started),
+        finished=None if finished is None else str(finished),
+        status=OperationStatus(str(status)),
+        pid=int(str(pid)),
+        host=str(host),
+        summary=str(summary),
+    )
+
+
+def move_from_row(row: tuple[object, ...]) -> MoveRecord:
+    (
+        mv_id,
+        op_id,
+        seq,
+        router,
+        source,
+        target,
+        kind,
+        reason,
+        step,
+        outcome,
+        created,
+        updated,
+        detail,
+    ) = row
+    return MoveRecord(
+        id=int(str(mv_id)),
+        operation_id=int(str(op_id)),
+        seq=int(str(seq)),
+        router_id=str(router),
+        source=None if source is None else str(source),
+        target=None if target is None else str(target),
+        kind=str(kind),
+        reason=str(reason),
+        step=MoveStep(str(step)),
+        outcome=None if outcome is None else str(outcome),
+        created=str(created),
+        updated=str(updated),
+        detail=str(detail),
+    )
