@@ -77,7 +77,7 @@ def serve_emulator(cfg: EmulatorConfig, delay: float, pipe: Connection) -> None:
     while True:
         command, arg = pipe.recv()
         if command == "kill":
-            emu.kill_agent(arg)
+            emu.faults.kill_agent(arg)
             pipe.send("ok")
         elif command == "reset":
             proxy.reset()

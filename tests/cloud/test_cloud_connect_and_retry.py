@@ -190,7 +190,7 @@ def test_writes_are_retried_by_the_same_policy_through_a_short_outage(
     emulator, clock = shared_clock_cloud
     cloud = connect("l3ha-emulator", timeout=10, clock=clock)
     agent = cloud.read_snapshot().agents[0]
-    emulator.api_outage(0.25)
+    emulator.faults.api_outage(0.25)
     cloud.set_admin_state(agent.id, False)
     assert cloud.get_agent(agent.id).admin_state_up is False
 

@@ -108,7 +108,7 @@ def test_ports_and_floating_ips_cost_one_listing_each_whatever_the_cloud_size(
 def _recorded_paths(cloud: NeutronCloud) -> list[str]:
     """Record the path of every request the adapter sends (passing each through)."""
     paths: list[str] = []
-    network = cloud._conn.network
+    network = cloud.api.conn.network
     real = network.request
 
     def recording(path: str, *args: Any, **kwargs: Any) -> Any:
