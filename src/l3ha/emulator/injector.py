@@ -57,7 +57,7 @@ def _split_brain(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
     )
     if router is None or not router.ha:
         raise FaultError(f"unknown HA router {ref!r}", status=404)
-    masters = inj.sim.split_brain(router, args.get("seconds", 3600.0))
+    masters = inj.sim.vrrp.split_brain(router, args.get("seconds", 3600.0))
     return {"fault": "split-brain", "router": router.id, "active": masters}
 
 

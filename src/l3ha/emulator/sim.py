@@ -28,8 +28,9 @@ Model:
   through a notifier that sends one batch per interval (neutron/agent/l3/ha.py),
   and only while it can report;
 - Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
-  and router update (``router_auto_schedule``) in ``sim_schedule``, and when ports change
-  host and status in ``sim_ports``; DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``;
+  and router update (``router_auto_schedule``) in ``sim_schedule``, when ports change
+  host and status in ``sim_ports``, VRRP elections and HA state reports in ``sim_vrrp``;
+  DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``;
 - killing, reviving or partitioning an agent does it to every agent on its node.
 """
 
@@ -49,6 +50,7 @@ from l3ha.emulator.sim_dhcp import DhcpSimulation
 from l3ha.emulator.sim_dhcp_failover import NeutronDhcpFailover
 from l3ha.emulator.sim_failover import NeutronFailover
 from l3ha.emulator.sim_schedule import RouterScheduler
+from l3ha.emulator.sim_vrrp import VrrpModel
 from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec, World
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
@@ -72,6 +74,7 @@ class Simulation:
         self.scheduler = RouterScheduler(self)
         self.dhcp = DhcpSimulation(self)
         self.dhcp_failover = NeutronDhcpFailover(self)
+        self.vrrp = VrrpModel(self)
 
     # --- event loop -----------------------------------------------------------
 
@@ -154,7 +157,7 @@ class Simulation:
             if agent.agent_type == DHCP_AGENT:
                 self.dhcp.reported(agent)
             for router in agent.routers.values():
-                self._sync_reported(router)
+                self.vrrp.sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
 
     # --- the management path ---------------------------------------------------------
@@ -185,7 +188,7 @@ class Simulation:
                 agent.sync_queue.append(router.id)
         self._pump(agent)
         for router in agent.routers.values():
-            self._sync_reported(router)
+            self.vrrp.sync_reported(router)
 
     def drop_stale(self, agent: AgentRec) -> None:
         """Remove the copies of routers the agent runs but no longer hosts."""
@@ -281,104 +284,13 @@ class Simulation:
     def refresh(self, router: RouterRec) -> None:
         """Re-derive VRRP, reported HA state, port host and forwarding of one router."""
         if router.ha:
-            self._check_vrrp(router)
-        self._sync_reported(router)
+            self.vrrp.check(router)
+        self.vrrp.sync_reported(router)
         self._update_reachability(router)
 
     def copies(self, router: RouterRec) -> list[Replica]:
         """Every copy of the router an agent runs or is setting up: bindings, then stale."""
         return [*router.bindings.values(), *router.stale.values()]
-
-    def _eligible(self, router: RouterRec) -> list[Replica]:
-        return [r for r in self.copies(router) if r.processed and self.vrrp_alive(r.agent)]
-
-    def _check_vrrp(self, router: RouterRec) -> None:
-        for replica in self.copies(router):
-            if replica.vrrp == "master" and not (replica.processed
-                                                 and self.vrrp_alive(replica.agent)):
-                replica.vrrp = "backup"
-        has_master = any(r.vrrp == "master" for r in self.copies(router))
-        if not has_master and router.election_due is None and self._eligible(router):
-            router.election_due = self.clock.monotonic() + self.cfg.ha_takeover_time
-            self.schedule(router.election_due, self._elect, router.id)
-
-    def _elect(self, router_id: str) -> None:
-        router = self.world.routers.get(router_id)
-        if router is None:
-            return
-        router.election_due = None
-        eligible = self._eligible(router)
-        if eligible and not any(r.vrrp == "master" for r in eligible):
-            eligible[0].vrrp = "master"
-        self.refresh(router)
-
-    def split_brain(self, router: RouterRec, seconds: float) -> int:
-        """Make every eligible replica master for ``seconds``; return how many. The fault
-        puts them in the server's view at once (no report delay), so it shows at once."""
-        eligible = self._eligible(router)
-        for replica in eligible:
-            replica.vrrp = "master"
-            if replica.agent.id in router.bindings and self.can_report(replica.agent):
-                replica.reported, replica.pending = "active", None
-        router.split_brain_until = self.clock.monotonic() + seconds
-        self.schedule(router.split_brain_until, self._heal_split_brain, router.id)
-        self.refresh(router)
-        return len(eligible)
-
-    def _heal_split_brain(self, router_id: str) -> None:
-        router = self.world.routers.get(router_id)
-        if router is None or self.clock.monotonic() < router.split_brain_until:
-            return
-        masters = [r for r in self.copies(router) if r.vrrp == "master"]
-        for replica in masters[1:]:
-            replica.vrrp = "backup"
-        self.refresh(router)
-
-    # --- HA state reports (keepalived-state-change -> BatchNotifier -> server) ----------
-
-    def _sync_reported(self, router: RouterRec) -> None:
-        if not router.ha:
-            return
-        for replica in router.bindings.values():
-            self._report_transition(router, replica)
-
-    def _report_transition(self, router: RouterRec, replica: Replica) -> None:
-        """Start reporting the replica's VRRP state if the server has another one."""
-        state = "active" if replica.vrrp == "master" else "standby"
-        if state in (replica.reported, replica.pending) or not self.can_report(replica.agent):
-            return
-        replica.pending = state
-        delay = self.cfg.ha_vrrp_advert_int if state == "active" else 0.0
-        self.schedule(self.clock.monotonic() + delay, self._queue_report, router.id,
-                      replica.agent.id, state)
-
-    def _queue_report(self, router_id: str, agent_id: str, state: str) -> None:
-        """The transition survived the wait: queue it on the agent's batch notifier."""
-        router = self.world.routers.get(router_id)
-        replica = router.bindings.get(agent_id) if router else None
-        if router is None or replica is None or replica.pending != state:
-            return
-        if state != ("active" if replica.vrrp == "master" else "standby"):
-            replica.pending = None  # primary -> backup again: never reported
-            self._report_transition(router, replica)
-            return
-        agent, now = replica.agent, self.clock.monotonic()
-        send = max(now, agent.notify_busy_until)
-        agent.notify_busy_until = send + self.cfg.ha_vrrp_advert_int
-        self.schedule(send, self._deliver_report, router_id, agent_id, state)
-
-    def _deliver_report(self, router_id: str, agent_id: str, state: str) -> None:
-        router = self.world.routers.get(router_id)
-        replica = router.bindings.get(agent_id) if router else None
-        if router is None or replica is None or replica.pending != state:
-            return
-        replica.pending = None
-        if not self.can_report(replica.agent):
-            return  # lost; the resync on reconnection reports again
-        replica.reported = state
-        if state == "active":
-            sim_ports.reported_active(router, replica)
-        self._report_transition(router, replica)
 
     # --- data plane -----------------------------------------------------------------------
 
