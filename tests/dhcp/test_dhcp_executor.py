@@ -62,7 +62,8 @@ def test_a_target_that_never_sets_the_network_up_leaves_the_source_copy(
     plan, source = _evacuation(dhcp_env, "net-1")
     doomed = plan.moves[0].target or ""
     doomed_host = dhcp_env.snapshot().agents_by_id[doomed].host
-    dhcp_env.emu.faults.kill_agent(doomed_host)  # still reported alive for a moment: the add is taken
+    # still reported alive for a moment: the add is taken
+    dhcp_env.emu.faults.kill_agent(doomed_host)
     options = ExecutorOptions(port_timeout=1.5, port_poll_interval=0.05)
     result, _ = _run(dhcp_env, plan, options)
     pending = [r for r in result.results if r.outcome is DhcpOutcome.PENDING]
