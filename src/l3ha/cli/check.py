@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
         description=(
             "Check for dead agents that host routers, unhosted routers, HA routers with zero "
             "or two active replicas (and lost redundancy), and router-count imbalance; when "
-            "'l3ha watch' runs with the same state directory, also its halts (and why), "
+            "'l3ha watch' runs with the same state directory, also its halts (and why; with "
+            "--dhcp, its DHCP halts too), "
             "partitioned agents, and whether it is still cycling. Prints one status line; "
             "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."
         ),
