@@ -174,6 +174,16 @@ def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) ->
     ]
 
 
+def _halt_problems(halts: Any, kind: str, words: str) -> list[Problem]:
+    """One warning per halt of the status file (``halts``: its list of halts)."""
+    out = []
+    for halt in halts if isinstance(halts, list) else []:
+        reason = halt.get("reason", "?") if isinstance(halt, Mapping) else "?"
+        message = halt.get("message", "") if isinstance(halt, Mapping) else str(halt)
+        out.append(Problem(Severity.WARNING, f"{kind}_{reason}", f"{words} ({reason}): {message}"))
+    return out
+
+
 def watch_problems(status: Mapping[str, Any], now: float) -> list[Problem]:
     """What the watch daemon's status says an operator should know."""
     out = []
@@ -189,12 +199,18 @@ def watch_problems(status: Mapping[str, Any], now: float) -> list[Problem]:
             )
         )
         return out
-    for halt in status.get("halts") or []:
-        reason = halt.get("reason", "?") if isinstance(halt, Mapping) else "?"
-        message = halt.get("message", "") if isinstance(halt, Mapping) else str(halt)
-        out.append(
-            Problem(Severity.WARNING, f"watch_halt_{reason}", f"watch halted ({reason}): {message}")
-        )
+    out += _halt_problems(status.get("halts"), "watch_halt", "watch halted")
+    dhcp = status.get("dhcp")
+    if isinstance(dhcp, Mapping):
+        out += _halt_problems(dhcp.get("halts"), "watch_dhcp_halt", "watch halted DHCP")
+        if dhcp.get("read_error"):
+            out.append(
+                Problem(
+                    Severity.WARNING,
+                    "watch_dhcp_read_failed",
+                    f"watch could not read the DHCP agents: {dhcp['read_error']}",
+                )
+            )
     partitioned = [str(h) for h in status.get("partitioned") or []]
     if partitioned:
         out.append(

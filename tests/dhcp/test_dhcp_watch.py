@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,3 +91,36 @@ def test_neutron_auto_failover_moves_networks_in_the_same_outage(
         )
         counters = neutron.emu.state()["dhcp_auto_failover"]
         assert counters["removed"] > 0, counters
+
+
+def test_a_dhcp_halt_is_in_the_status_file_and_l3ha_check_reports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every DHCP node (apart from the L3 nodes) dies at once: the DHCP side halts, the
+    router side does not, and ``l3ha check --state-dir`` says so like a router halt."""
+    cloud = dict(DHCP_CLOUD, dhcp_agents=3, dhcp_host_prefix="dhcp")
+    with scene(tmp_path, monkeypatch, **cloud) as made:
+        watch = made.start_watch("--dhcp")
+        watch.wait_event("ready")
+        for host in ("dhcp-1", "dhcp-2", "dhcp-3"):
+            made.emu.faults.kill_agent(host)
+        watch.wait_event("dhcp_halt", reason="control_plane_suspect", timeout=4 * DEAD_AFTER)
+        state = made.workdir / "state"
+
+        def dhcp_halt_written() -> bool:
+            status = json.loads((state / "watch-status.json").read_text(encoding="utf-8"))
+            return bool(status["dhcp"]["halts"])
+
+        wait_until(dhcp_halt_written, 10, "the DHCP halt in the status file")
+        status = json.loads((state / "watch-status.json").read_text(encoding="utf-8"))
+        assert status["halts"] == []  # the routers' side does not halt
+        assert status["dhcp"]["verdicts"]["alive"] == 0
+        check = subprocess.run(
+            [sys.executable, "-c", "from l3ha.cli.main import run; run()", "check",
+             "--state-dir", str(state)],
+            env=made.env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert check.returncode == 1, check.stdout + check.stderr  # WARNING
+        assert "watch halted DHCP (control_plane_suspect)" in check.stdout
+        assert watch.events("dhcp_move") == []
+        assert watch.terminate() == 0

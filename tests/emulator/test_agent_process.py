@@ -128,3 +128,30 @@ def test_stop_and_start_run_as_scenario_steps(clock: ManualClock) -> None:
         emu.advance(20)
         after = agent(api, "net-1")
         assert after["alive"] is True and after["started_at"] != before["started_at"]
+
+
+def test_stopping_a_hosts_dhcp_agent_keeps_its_networks_served(clock: ManualClock) -> None:
+    with make(clock, agents=2, routers=2, dhcp_agents=2, networks=6) as emu:
+        api = Http(emu)
+        emu.advance(10)
+        dhcp = emu.world.dhcp.agents_by_host["net-1"]
+        l3 = emu.world.agents_by_host["net-1"]
+        before = dhcp.started_at
+        assert emu.world.dhcp.networks_of(dhcp)
+        emu.faults.stop_agent("net-1")  # the default: the L3 agent only
+        assert l3.stopped and not dhcp.stopped
+        emu.faults.start_agent("net-1")
+        status, _, _ = api.call(
+            "POST", "/_emulator/faults", {"fault": "stop-agent", "host": "net-1", "agents": "x"}
+        )
+        assert status == 400
+        emu.faults.stop_agent("net-1", agents="all")
+        assert l3.stopped and dhcp.stopped
+        emu.advance(120)
+        assert not emu.sim.is_alive(dhcp)
+        assert emu.state()["dhcp"]["unserved"] == 0  # dnsmasq goes on serving
+        emu.faults.start_agent("net-1", agents="dhcp")
+        assert l3.stopped and not dhcp.stopped
+        assert emu.sim.is_alive(dhcp) and dhcp.started_at != before
+        emu.faults.stop_agent(dhcp.id)  # by agent id: that agent only
+        assert dhcp.stopped

@@ -12,7 +12,7 @@ from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option
-from l3ha.errors import BadInputError, L3haError
+from l3ha.errors import BadInputError, L3haError, UserError
 
 UNKNOWN = 3
 
@@ -25,9 +25,12 @@ def register(sub: Any) -> None:
         description=(
             "Check for dead agents that host routers, unhosted routers, HA routers with zero "
             "or two active replicas (and lost redundancy), and router-count imbalance; when "
-            "'l3ha watch' runs with the same state directory, also its halts (and why), "
+            "'l3ha watch' runs with the same state directory, also its halts (and why; with "
+            "--dhcp, its DHCP halts too), "
             "partitioned agents, and whether it is still cycling. Prints one status line; "
-            "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."
+            "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud cannot be read); bad "
+            "input (an invalid option or file) is a one-line error and exit 2, as for every "
+            "command."
         ),
     )
     add_cloud_options(p)
@@ -79,12 +82,18 @@ def _run_check(args: argparse.Namespace) -> int:
     from l3ha.checks import run_check
     from l3ha.cli.common import load_weight_policy
     from l3ha.cli.output import emit_document
-    from l3ha.cli.weighing import read_weighed_world
+    from l3ha.cli.weighing import check_offline, measure_options, read_weighed_world
 
     weights = load_weight_policy(args)
+    measure_options(args)  # bad input exits 2 with its one-line error, before any read
+    check_offline(args)
+    if args.dhcp and getattr(args, "snapshot", None):
+        raise BadInputError("--dhcp reads the cloud: snapshot files hold no DHCP agents")
     try:
         snapshot, weights = read_weighed_world(args, weights, with_ha_state=True)
-    except L3haError as exc:
+    except UserError:
+        raise  # a malformed file or option: exit 2, like every command
+    except L3haError as exc:  # the cloud cannot be read: UNKNOWN
         if args.format == "line":
             sys.stdout.write(f"L3HA UNKNOWN - {exc}\n")
         else:
@@ -98,11 +107,11 @@ def _run_check(args: argparse.Namespace) -> int:
         watch_status=_watch_status(args),
         now=time.time(),
     )
-    if args.dhcp and getattr(args, "snapshot", None):
-        raise BadInputError("--dhcp reads the cloud: snapshot files hold no DHCP agents")
     if args.dhcp:
         try:
             result = _with_dhcp(args, result)
+        except UserError:
+            raise
         except L3haError as exc:
             if args.format == "line":
                 sys.stdout.write(f"L3HA UNKNOWN - DHCP: {exc}\n")

@@ -43,6 +43,13 @@ proven healthy. Per host, in order:
      watches it with --probe-routers);
   5. undrain it.
 
+A host's DHCP agent, when it has one, takes the same steps next to its L3
+agent through l3ha's DHCP operations (make before break: no network is ever
+without a live DHCP agent): its networks move away before the command, its
+heartbeat must prove stable after it, one network returns as its canary
+(DHCP port ACTIVE within --canary-timeout), and the restore gives it back
+the rest of the networks it served.
+
 A host that fails a step is left drained and the run stops with the reason.
 The probe (targets as in 'l3ha probe', and/or the routers' own addresses)
 runs through the whole operation; an outage longer than --max-outage stops
@@ -233,9 +240,10 @@ def _execute(
     from contextlib import nullcontext
 
     from l3ha.clock import SystemClock
+    from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.journal import Journal
     from l3ha.operations import OperationContext
-    from l3ha.operations.rolling import L3Participant, RunContext, run_rolling
+    from l3ha.operations.rolling import DhcpParticipant, L3Participant, RunContext, run_rolling
 
     cloud, guard = prepared
     journal = Journal(record.state_dir) if record is not None else None
@@ -249,7 +257,7 @@ def _execute(
             report = run_rolling(
                 ctx,
                 record,
-                [L3Participant()],
+                [L3Participant(), DhcpParticipant(NeutronDhcp(cloud))],
                 say=_say,
                 on_output=_output_line,
                 resume_run=stored.id if stored else None,
@@ -309,6 +317,8 @@ def _finish(args: argparse.Namespace, report: RollingReport) -> int:
             "status": h.status,
             "moved_out": h.moved_out,
             "moved_back": h.moved_back,
+            "networks_out": h.networks_out,
+            "networks_back": h.networks_back,
             "longest_outage_s": round(h.longest_outage_s, 2),
             "seconds": round(h.seconds, 1),
         }
@@ -322,11 +332,16 @@ def _finish(args: argparse.Namespace, report: RollingReport) -> int:
                "longest_outage_target": report.longest_outage_target}  # fmt: skip
         emit_document(doc, args.format)
         return report.exit_code
+    if not any(k.participant == "dhcp" for k, _ in report.steps):  # no DHCP agent rolled
+        for row in rows:
+            del row["networks_out"], row["networks_back"]
     if report.run_id is None:  # dry run
         for number, (key, _) in enumerate(report.steps, start=1):
             sys.stdout.write(f"{number:3}. {key.host}: {key.label}\n")
         rows = [
-            {"host": h.host, "status": h.status, "would_move": h.moved_out} for h in report.hosts
+            {"host": h.host, "status": h.status, "would_move": h.moved_out}
+            | ({"would_move_networks": h.networks_out} if "networks_out" in rows[0] else {})
+            for h in report.hosts
         ]
     emit(rows, "table")
     if report.rebalance_moves:

@@ -3,7 +3,9 @@ I/O: writes and reads ``watch-status.json`` in the state directory.
 
 Every cycle the daemon replaces the file atomically (write, fsync-free rename):
 who it is, whether it leads, when the cycle ran, the halts in force with their
-reasons, agents per verdict and the partitioned hosts. ``read_status`` gives
+reasons, agents per verdict and the partitioned hosts; with ``--dhcp``, the
+same for the DHCP agents under ``dhcp`` (its halts, verdicts and read
+error). ``read_status`` gives
 ``None`` when there is no file, and raises ``BadInputError`` when it cannot be
 understood.
 """
@@ -34,9 +36,11 @@ def status_document(
     verdicts: Mapping[str, int],
     partitioned: Sequence[str],
     read_error: str = "",
+    dhcp: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The document written each cycle (``updated``: unix time)."""
-    return {
+    """The document written each cycle (``updated``: unix time; ``dhcp``: see
+    ``dhcp_status``, absent when the daemon does not watch DHCP)."""
+    document: dict[str, Any] = {
         "member": member,
         "leader": leader,
         "updated": round(updated, 3),
@@ -44,6 +48,20 @@ def status_document(
         "halts": [{"reason": h.reason.value, "message": h.message} for h in halts],
         "verdicts": dict(verdicts),
         "partitioned": list(partitioned),
+        "read_error": read_error,
+    }
+    if dhcp is not None:
+        document["dhcp"] = dict(dhcp)
+    return document
+
+
+def dhcp_status(
+    halts: Sequence[Halt], verdicts: Mapping[str, int], read_error: str = ""
+) -> dict[str, Any]:
+    """The ``dhcp`` part of the document: the DHCP side's halts, verdicts and read error."""
+    return {
+        "halts": [{"reason": h.reason.value, "message": h.message} for h in halts],
+        "verdicts": dict(verdicts),
         "read_error": read_error,
     }
 

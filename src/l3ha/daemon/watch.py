@@ -36,14 +36,14 @@ from l3ha.daemon.act import Acted, Hands, moved_counts
 from l3ha.daemon.budget import MoveBudget
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec
 from l3ha.daemon.decide import Decision, decide
-from l3ha.daemon.dhcp_watch import DhcpWatch, dhcp_moved_counts
+from l3ha.daemon.dhcp_watch import DhcpCycle, DhcpWatch, dhcp_moved_counts
 from l3ha.daemon.leader import Leadership
 from l3ha.daemon.logevents import event
 from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.observe import Observer, ProbeSettings, View
 from l3ha.daemon.sdnotify import Notifier
 from l3ha.daemon.settings import WatchSettings
-from l3ha.daemon.status import status_document, write_status
+from l3ha.daemon.status import dhcp_status, status_document, write_status
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, Verdict, summarize
@@ -91,6 +91,7 @@ class Watcher:
         self._weights_exported = 0
         self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
         self.dhcp: DhcpWatch | None = None
+        self._dhcp_last: DhcpCycle | None = None  # for the status file
         self._configure(parts.settings)
 
     # --- configuration ----------------------------------------------------
@@ -119,6 +120,7 @@ class Watcher:
     def _configure_dhcp(self, settings: WatchSettings, policy: HealthPolicy) -> None:
         if not settings.dhcp or self.parts.dhcp_cloud is None:
             self.dhcp = None
+            self._dhcp_last = None
             return
         if self.dhcp is None:
             self.dhcp = DhcpWatch(self.parts.dhcp_cloud, self.parts.journal, self.clock, policy)
@@ -290,6 +292,7 @@ class Watcher:
             should_stop=lambda: not self._may_act(),
         )
         self.budget.spend(done.moves_started, self.clock.monotonic())
+        self._dhcp_last = done
         if self.parts.metrics is not None:
             for (action, outcome), count in dhcp_moved_counts(done).items():
                 self.parts.metrics.count_move(action, outcome, count)
@@ -343,11 +346,18 @@ class Watcher:
             verdicts=summarize(view.verdicts),
             partitioned=view.hosts(Verdict.PARTITIONED),
             read_error=view.error,
+            dhcp=self._dhcp_document(),
         )
         try:
             write_status(self.settings.state_dir, document)
         except OSError as exc:
             event("status_write_failed", logging.ERROR, error=str(exc))
+
+    def _dhcp_document(self) -> dict[str, object] | None:
+        done = self._dhcp_last
+        if self.dhcp is None or done is None:
+            return None
+        return dhcp_status(done.halts, summarize(done.verdicts), done.error)
 
     def _export(self, metrics: WatchMetrics, view: View, acted: Acted, seconds: float) -> None:
         metrics.observe_cycle(seconds)

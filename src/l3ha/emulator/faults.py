@@ -24,8 +24,8 @@ import yaml
 FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "kill-agent": [("host", str)],
     "revive-agent": [("host", str)],
-    "stop-agent": [("host", str)],
-    "start-agent": [("host", str)],
+    "stop-agent": [("host", str), ("agents?", str)],
+    "start-agent": [("host", str), ("agents?", str)],
     "broker-outage": [("seconds", float), ("spread?", float)],
     "mgmt-partition": [("host", str), ("seconds", float)],
     "dataplane-fail": [("host", str)],
@@ -36,13 +36,17 @@ FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "split-brain": [("router", str), ("seconds?", float)],
 }
 
+#: Which agents of a host stop-agent/start-agent act on (the first is the default).
+AGENT_KINDS = ("l3", "dhcp", "all")
+
 FAULT_HELP = {
     "kill-agent": "HOST: the node dies (no heartbeats, no forwarding)",
     "revive-agent": "HOST: the node restarts (new started_at, resync of its routers)",
-    "stop-agent": "HOST: the agent process stops (an upgrade): no heartbeats, no binding "
-    "changes reach it, its routers keep forwarding (their namespaces stay)",
-    "start-agent": "HOST: the stopped agent process starts (new started_at): it reports and "
-    "resyncs at once, or, while the message bus is down, only once it reaches it",
+    "stop-agent": "HOST [l3|dhcp|all]: the host's agent process stops (an upgrade; default its "
+    "L3 agent, 'all' its DHCP agent too; HOST may be an agent id): no heartbeats, no binding "
+    "changes reach it, its routers keep forwarding and its networks keep serving DHCP",
+    "start-agent": "HOST [l3|dhcp|all]: the stopped agent process starts (new started_at): it "
+    "reports and resyncs at once, or, while the message bus is down, only once it reaches it",
     "broker-outage": "SECONDS [SPREAD]: every agent loses the message bus (no heartbeats, "
     "no binding changes reach it, forwarding goes on), then they reconnect one by one over "
     "SPREAD seconds (default 0) in an order drawn from the seed",
@@ -104,6 +108,8 @@ def parse_fault(doc: Mapping[str, Any]) -> Fault:
         raise FaultError("api-errors: rate must be between 0 and 1")
     if kind == "api-errors" and not 400 <= args["status"] <= 599:
         raise FaultError("api-errors: status must be an HTTP error code (400..599)")
+    if args.get("agents", AGENT_KINDS[0]) not in AGENT_KINDS:
+        raise FaultError(f"{kind}: agents must be one of {', '.join(AGENT_KINDS)}")
     if kind == "slow-agent" and args["factor"] <= 0:
         raise FaultError("slow-agent: factor must be greater than 0")
     return Fault(kind, args)

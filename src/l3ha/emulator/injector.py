@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from l3ha.clock import Clock
-from l3ha.emulator.faults import FAULT_ARGS, Fault, FaultError, Step, parse_fault
+from l3ha.emulator.faults import AGENT_KINDS, FAULT_ARGS, Fault, FaultError, Step, parse_fault
 from l3ha.emulator.query import ApiError
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import AgentRec, World
+from l3ha.emulator.world import DHCP_AGENT, AgentRec, World
 
 STATUS_TYPES = {
     400: "HTTPBadRequest",
@@ -46,6 +46,17 @@ def _agent_fault(action: Callable[[Simulation, AgentRec], None]) -> Apply:
 
     def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
         action(inj.sim, inj.agent(args["host"]))
+
+    return apply
+
+
+def _process_fault(action: Callable[[Simulation, AgentRec], None]) -> Apply:
+    """stop-agent/start-agent: the agent named by id, else the host's agents of ``agents``
+    (l3, the default; dhcp; all)."""
+
+    def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
+        for agent in inj.process_agents(args["host"], args.get("agents", AGENT_KINDS[0])):
+            action(inj.sim, agent)
 
     return apply
 
@@ -89,8 +100,8 @@ def _api_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
 FAULTS: dict[str, Apply] = {
     "kill-agent": _agent_fault(Simulation.kill),
     "revive-agent": _agent_fault(Simulation.revive),
-    "stop-agent": _agent_fault(Simulation.stop_agent),
-    "start-agent": _agent_fault(Simulation.start_agent),
+    "stop-agent": _process_fault(Simulation.stop_agent),
+    "start-agent": _process_fault(Simulation.start_agent),
     "broker-outage": _broker_outage,
     "mgmt-partition": _mgmt_partition,
     "dataplane-fail": _agent_fault(Simulation.dataplane_fail),
@@ -122,6 +133,25 @@ class FaultInjector:
         if agent is None:
             raise FaultError(f"unknown agent host {host!r}", status=404)
         return agent
+
+    def process_agents(self, ref: str, kinds: str) -> list[AgentRec]:
+        """The agents a process fault acts on: the one with id ``ref``, else those of host
+        ``ref`` of ``kinds``; FaultError 404 when there is none."""
+        by_id = self.world.agents.get(ref)
+        if by_id is not None:
+            return [by_id]
+        node = self.world.agents_by_host.get(ref)
+        if node is None:
+            raise FaultError(f"unknown agent host {ref!r}", status=404)
+        agents = self.world.node_agents(node)
+        chosen = [
+            a
+            for a in agents
+            if kinds == "all" or (a.agent_type == DHCP_AGENT) == (kinds == "dhcp")
+        ]
+        if not chosen:
+            raise FaultError(f"host {ref!r} has no {kinds} agent", status=404)
+        return chosen
 
     def apply(self, fault: Fault) -> dict[str, Any]:
         """Apply one validated fault; return what was done."""
@@ -171,11 +201,11 @@ class FaultInjector:
     def revive_agent(self, host: str) -> None:
         self.fault("revive-agent", host=host)
 
-    def stop_agent(self, host: str) -> None:
-        self.fault("stop-agent", host=host)
+    def stop_agent(self, host: str, agents: str = AGENT_KINDS[0]) -> None:
+        self.fault("stop-agent", host=host, agents=agents)
 
-    def start_agent(self, host: str) -> None:
-        self.fault("start-agent", host=host)
+    def start_agent(self, host: str, agents: str = AGENT_KINDS[0]) -> None:
+        self.fault("start-agent", host=host, agents=agents)
 
     def broker_outage(self, seconds: float, spread: float = 0.0) -> None:
         self.fault("broker-outage", seconds=seconds, spread=spread)

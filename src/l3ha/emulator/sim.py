@@ -379,9 +379,12 @@ class Simulation:
     def stop_agent(self, agent: AgentRec) -> None:
         """The agent process stops (an upgrade), the node does not: no heartbeats, no
         processing, no binding change reaches it; its routers' namespaces stay and forward
-        (a router unbound meanwhile stays as a stale copy until the agent resyncs)."""
+        (a router unbound meanwhile stays as a stale copy until the agent resyncs). A DHCP
+        agent's dnsmasq processes go on serving its set-up networks the same way."""
         if not agent.running or agent.stopped:
             return
+        if agent.agent_type == DHCP_AGENT:
+            self.dhcp.stopped(agent)
         agent.stopped = True
         agent.cut_off = True  # it resyncs when it starts
         agent.generation += 1

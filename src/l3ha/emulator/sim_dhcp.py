@@ -200,6 +200,15 @@ class DhcpSimulation:
         for binding in self.tables.networks_of(agent).values():
             binding.processed = False
 
+    def stopped(self, agent: AgentRec) -> None:
+        """The agent process stopped (an upgrade): work in progress is lost (set up again at
+        its resync); the networks it set up keep being served by their dnsmasq."""
+        work = self._work(agent)
+        work.generation += 1
+        work.inflight.clear()
+        work.queue.clear()
+        work.sync_queue.clear()
+
     def resync(self, agent: AgentRec) -> None:
         """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
         drop stale copies and set every binding up."""

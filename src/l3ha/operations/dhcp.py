@@ -1,4 +1,4 @@
-"""The DHCP actions: evacuate, drain, undrain, repair. I/O: cloud, journal (via the context).
+"""The DHCP actions: evacuate, drain, undrain, repair, return. I/O: cloud, journal (via context).
 
 ``run_dhcp_action(ctx, request)`` runs one action as every router action
 runs: finish interrupted DHCP operations (from the cloud's state), observe,
@@ -6,7 +6,8 @@ gate (the fleet gate over the DHCP agents: many dead at once means the
 message bus, not the agents), plan (``l3ha.planner.dhcp``), execute (every
 write through ``l3ha.executor.dhcp``; dry run there), verify (nothing
 reported moved is still on the source, and no network that had DHCP lost
-it). The command line and the watch daemon both call this. Gates raise
+it). The command line, the watch daemon and ``l3ha rolling`` (which returns
+a restored host's networks to it) call this. Gates raise
 ``SafetyHaltError`` (exit 3), bad references ``NotFoundError`` /
 ``AmbiguousError`` (exit 2), before anything is written.
 """
@@ -29,7 +30,13 @@ from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.context import Notify, log_notice
 from l3ha.operations.request import DRAIN_MARK
-from l3ha.planner.dhcp import DhcpPolicy, plan_dhcp_drain, plan_dhcp_evacuate, plan_dhcp_repair
+from l3ha.planner.dhcp import (
+    DhcpPolicy,
+    plan_dhcp_drain,
+    plan_dhcp_evacuate,
+    plan_dhcp_repair,
+    plan_dhcp_return,
+)
 
 
 class DhcpAction(StrEnum):
@@ -39,12 +46,14 @@ class DhcpAction(StrEnum):
     DRAIN = "dhcp-drain"
     UNDRAIN = "dhcp-undrain"
     REPAIR = "dhcp-repair"
+    RETURN = "dhcp-return"
 
 
 @dataclass(frozen=True)
 class DhcpRequest:
     """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
-    fleet gate and, for evacuate, a live source)."""
+    fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
+    back to ``agent``)."""
 
     action: DhcpAction
     agent: str | None = None
@@ -54,6 +63,7 @@ class DhcpRequest:
     force: bool = False
     execution: ExecutorOptions = field(default_factory=ExecutorOptions)
     move_budget: int | None = None
+    networks: tuple[str, ...] = ()
     journal_args: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -108,6 +118,7 @@ def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
         DhcpAction.DRAIN: drain,
         DhcpAction.UNDRAIN: undrain,
         DhcpAction.REPAIR: repair,
+        DhcpAction.RETURN: return_networks,
     }
     return handlers[request.action](ctx, request)
 
@@ -202,6 +213,20 @@ def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     return DhcpResult(request.action, (step,), problems=problems)
 
 
+def return_networks(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
+    """``request.networks`` back onto the live, enabled agent ``request.agent`` (a host
+    restored after maintenance), make before break; no fallback target."""
+    _finish_interrupted(ctx, request)
+    snapshot = ctx.observe()
+    agent = snapshot.find_agent(request.agent or "")
+    if not usable(agent):
+        raise SafetyHaltError(f"DHCP agent {agent.host} is not alive and enabled: not returning")
+    plan = plan_dhcp_return(snapshot, list(request.networks), agent.id)
+    step = _execute(ctx, request, snapshot, plan, fallbacks=False)
+    problems = () if request.dry_run else _verify(ctx, step, None)
+    return DhcpResult(request.action, (step,), problems=problems)
+
+
 # --- the shared flow ---------------------------------------------------------
 
 
@@ -237,6 +262,7 @@ def _execute(
     plan: DhcpPlan,
     *,
     require_dead_source: bool = False,
+    fallbacks: bool = True,
 ) -> DhcpExecuted:
     if request.move_budget is not None and len(plan.moves) > request.move_budget:
         plan = replace(plan, moves=plan.moves[: request.move_budget])
@@ -244,7 +270,7 @@ def _execute(
     run = executor.run(
         plan,
         snapshot.agents_by_id,
-        fallbacks=fallback_targets(snapshot, _policy(request, snapshot)),
+        fallbacks=fallback_targets(snapshot, _policy(request, snapshot)) if fallbacks else None,
         require_dead_source=require_dead_source,
         args={
             "command": request.action.value,

@@ -8,6 +8,8 @@ list of ``DhcpMove``s the executor runs make before break:
   agent (added there, the copy on the source removed once the new port is
   ACTIVE), or only removed from the source when enough other live copies
   already serve it. Networks with no other live copy go first.
+- ``return`` networks to an agent back from maintenance: each leaves its
+  busiest host for the agent (make before break).
 - ``repair``: a network below its count gets copies, first by replacing
   copies on dead or disabled agents (a move), then by adding; copies above
   the count, and copies on dead or disabled agents of networks that are
@@ -42,6 +44,7 @@ from l3ha.model import Agent
 EVACUATE = "dhcp-evacuate"
 DRAIN = "dhcp-drain"
 REPAIR = "dhcp-repair"
+RETURN = "dhcp-return"
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,29 @@ def plan_dhcp_evacuate(
 def plan_dhcp_drain(snapshot: DhcpSnapshot, source_id: str, policy: DhcpPolicy) -> DhcpPlan:
     """Every network off a live agent, make before break (the agent is disabled afterwards)."""
     return plan_dhcp_evacuate(snapshot, source_id, policy, action=DRAIN)
+
+
+def plan_dhcp_return(
+    snapshot: DhcpSnapshot, network_ids: list[str], target_id: str
+) -> DhcpPlan:
+    """Networks back onto ``target_id`` (a host restored after maintenance), each moved off
+    its busiest hosting agent, make before break. Networks gone, already on the target,
+    or with no other host are left alone; an unusable target gets nothing."""
+    target = snapshot.agents_by_id.get(target_id)
+    if not usable(target):
+        return DhcpPlan(RETURN)
+    world = _World(snapshot, DhcpPolicy())
+    reason = f"return to {target.host if target else target_id}"
+    moves: list[DhcpMove] = []
+    for network_id in dict.fromkeys(network_ids):
+        hosts = world.hosts.get(network_id, set())
+        if network_id not in snapshot.networks_by_id or target_id in hosts or not hosts:
+            continue
+        source = max(hosts, key=world.load_key)
+        moves.append(DhcpMove(network_id, DhcpMoveKind.MOVE, target_id, source, reason))
+        world.add(network_id, target_id)
+        world.remove(network_id, source)
+    return DhcpPlan(RETURN, tuple(moves))
 
 
 def plan_dhcp_repair(snapshot: DhcpSnapshot, policy: DhcpPolicy) -> DhcpPlan:

@@ -3,10 +3,12 @@
 ``run_rolling`` (``flow``) is the whole operation; ``plan`` the request and
 its steps (pure), ``stability`` the judgement of a restarted agent (pure),
 ``participants`` the agents of a host it drains and restores (the L3 agent,
-through the operations layer), ``command`` the maintenance command,
+through the operations layer; ``dhcp_participant`` the DHCP agent, through
+the DHCP operations layer), ``command`` the maintenance command,
 ``guard`` the probe of tenant traffic, ``record`` the rolling journal.
 """
 
+from l3ha.operations.rolling.dhcp_participant import DhcpParticipant
 from l3ha.operations.rolling.flow import HostSummary, RollingReport, run_rolling
 from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
 from l3ha.operations.rolling.participants import (
@@ -19,6 +21,7 @@ from l3ha.operations.rolling.plan import Phase, RollingRequest, StepKey, command
 from l3ha.operations.rolling.record import RollingRecord, RunRecord, RunStatus
 
 __all__ = [
+    "DhcpParticipant",
     "HostSummary",
     "L3Participant",
     "Participant",

@@ -2,7 +2,8 @@
 journals, a child process per host, the probe (all through the modules it calls).
 
 ``run_rolling`` takes the hosts one at a time, in the order given; for each
-it drains every participant, runs the command, waits until every
+it drains every participant present on it (its L3 agent, its DHCP agent
+when it has one), runs the command, waits until every
 participant's agent has been continuously alive for ``--stable-for``,
 passes each one's canary, and only then restores it. Each step is recorded
 in the rolling journal before it acts and after; ``--resume`` continues a
@@ -24,10 +25,10 @@ from typing import Any
 
 from l3ha.errors import L3haError
 from l3ha.health import HealthState, observe
-from l3ha.operations import Action, ActionRequest, finish_interrupted, make_plan, run_action
+from l3ha.operations import Action, ActionRequest, finish_interrupted, run_action
 from l3ha.operations.rolling.command import group_alive, run_command
 from l3ha.operations.rolling.participants import Participant, RunContext, StepResult
-from l3ha.operations.rolling.plan import Phase, StepKey, all_steps, command_argv
+from l3ha.operations.rolling.plan import Phase, StepKey, command_argv, host_steps
 from l3ha.operations.rolling.record import RollingRecord, RunStatus, StepRecord, StepStatus
 from l3ha.operations.rolling.stability import Proof, Stability, failure_reason
 
@@ -39,8 +40,10 @@ class HostSummary:
     """What one host went through (the end-of-run table)."""
 
     host: str
-    moved_out: int = 0
+    moved_out: int = 0  # routers
     moved_back: int = 0
+    networks_out: int = 0  # DHCP networks
+    networks_back: int = 0
     longest_outage_s: float = 0.0
     seconds: float = 0.0
     status: str = "pending"
@@ -89,13 +92,11 @@ def run_rolling(
     request_doc: dict[str, Any] | None = None,
 ) -> RollingReport:
     """Run (or resume) the rolling maintenance (see the module docstring)."""
-    names = tuple(p.name for p in participants)
     request = ctx.request
-    keys = all_steps(request.hosts, names, request.command is not None)
     if request.dry_run or record is None:
-        return _dry_run(ctx, keys)
+        return _dry_run(ctx, participants)
     if resume_run is None:
-        run_id = record.begin_run(request_doc or {}, keys)
+        run_id = record.begin_run(request_doc or {}, _steps(ctx, participants))
     else:
         run_id = resume_run
         record.claim_run(run_id)
@@ -123,6 +124,16 @@ def run_rolling(
         report.longest_outage_s, report.longest_outage_target = ctx.guard.longest()
     record.finish_run(run_id, RunStatus.STOPPED if stopped else RunStatus.DONE, stopped)
     return report
+
+
+def _steps(ctx: RunContext, participants: list[Participant]) -> list[StepKey]:
+    """Every step of the run: per host, the participants present on it."""
+    with_command = ctx.request.command is not None
+    keys: list[StepKey] = []
+    for host in ctx.request.hosts:
+        names = tuple(p.name for p in participants if p.present(ctx, host))
+        keys += host_steps(host, names, with_command)
+    return keys
 
 
 def _run_steps(run: _Run) -> str:
@@ -172,7 +183,8 @@ def _execute(run: _Run, step: StepRecord) -> StepResult:
     if key.phase is Phase.CANARY:
         drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
         return participant.canary(run.ctx, key.host, drained)
-    return participant.restore(run.ctx, key.host)
+    drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
+    return participant.restore(run.ctx, key.host, drained)
 
 
 def _detail(run: _Run, key: StepKey) -> dict[str, Any]:
@@ -241,7 +253,8 @@ def _stop(run: _Run, key: StepKey, reason: str) -> str:
     run.say(f"[{key.host}] {key.label} failed: {reason}")
     run.summaries[key.host].status = f"stopped at {key.label}"
     if key.phase is not Phase.DRAIN:  # a drain that failed left its agent enabled, as drain does
-        for participant in run.participants.values():
+        names = {s.key.participant for s in run.steps if s.key.host == key.host}
+        for participant in (p for p in run.participants.values() if p.name in names):
             kept = participant.keep_drained(run.ctx, key.host)
             if kept.ok:
                 run.say(f"[{key.host}] {participant.name} agent kept drained")
@@ -270,10 +283,8 @@ def _outage_gate(run: _Run, next_host: str) -> str:
 
 def _account(run: _Run, key: StepKey, result: StepResult) -> None:
     summary = run.summaries[key.host]
-    if key.phase is Phase.DRAIN:
-        summary.moved_out += len(result.detail.get("moved_out", []))
-    if key.phase is Phase.CANARY and result.ok:
-        summary.moved_back += 1
+    if result.ok or key.phase is Phase.DRAIN:
+        _count(run, summary, key, result.detail)
     if summary.started is not None:
         summary.seconds = time.monotonic() - summary.started
         if run.ctx.guard is not None:
@@ -294,12 +305,24 @@ def _restore_summaries(run: _Run) -> None:
         if step.status is not StepStatus.DONE:
             continue
         summary.status = "in progress"
-        if step.key.phase is Phase.DRAIN:
-            summary.moved_out += len(step.detail.get("moved_out", []))
-        if step.key.phase is Phase.CANARY:
-            summary.moved_back += 1
+        _count(run, summary, step.key, step.detail)
         if step.key == _last_key(run, step.key.host):
             summary.status = "done"
+
+
+def _count(run: _Run, summary: HostSummary, key: StepKey, detail: dict[str, Any]) -> None:
+    """What a step moved off the host (a drain) or back onto it, in its participant's unit."""
+    participant = run.participants.get(key.participant)
+    if participant is None:
+        return
+    out = len(detail.get("moved_out", [])) if key.phase is Phase.DRAIN else 0
+    back = int(detail.get("moved_back", 0))
+    if participant.unit == "networks":
+        summary.networks_out += out
+        summary.networks_back += back
+    else:
+        summary.moved_out += out
+        summary.moved_back += back
 
 
 def _rebalance(run: _Run) -> int:
@@ -328,16 +351,18 @@ def _rebalance(run: _Run) -> int:
     return moves
 
 
-def _dry_run(ctx: RunContext, keys: list[StepKey]) -> RollingReport:
-    """The steps, and the drain each host would need on today's cloud."""
-    snapshot = ctx.ops.observe()
+def _dry_run(ctx: RunContext, participants: list[Participant]) -> RollingReport:
+    """The steps, and what each host's drain would move on today's cloud."""
+    keys = _steps(ctx, participants)
     summaries = []
     for host in ctx.request.hosts:
-        agent = snapshot.find_agent(host)
-        drain = ActionRequest(
-            Action.DRAIN, weights=ctx.request.weights, placement=ctx.request.placement, agent=host
-        )
-        plan = make_plan(drain, snapshot)
-        moving = {m.router_id for m in plan.moves if m.source == agent.id}
-        summaries.append(HostSummary(host, moved_out=len(moving), status="planned"))
+        summary = HostSummary(host, status="planned")
+        for participant in participants:
+            if any(k.host == host and k.participant == participant.name for k in keys):
+                moving = participant.would_move(ctx, host)
+                if participant.unit == "networks":
+                    summary.networks_out = moving
+                else:
+                    summary.moved_out = moving
+        summaries.append(summary)
     return RollingReport(None, summaries, [(k, "planned") for k in keys])

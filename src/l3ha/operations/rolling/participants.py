@@ -4,8 +4,9 @@ A *participant* is one kind of agent on a network node. The run drains every
 participant of a host before the maintenance command and, after it, has each
 one prove itself (``read_agent``: the heartbeat the stable step watches),
 pass its canary and be restored; one that fails is kept drained. The run
-knows nothing else about them, so a DHCP agent joins by implementing
-``Participant`` and being listed next to ``L3Participant``.
+knows nothing else about them: the DHCP agent (``dhcp_participant``) joins
+by implementing ``Participant`` and being listed next to ``L3Participant``.
+A participant absent from a host (``present``) has no steps there.
 
 ``L3Participant`` does all of it through the operations layer (drain,
 migrate, undrain: every write through the executor, journalled, read back):
@@ -33,6 +34,7 @@ from l3ha.operations import (
     ActionResult,
     AgentChanged,
     OperationContext,
+    make_plan,
     run_action,
 )
 from l3ha.operations.rolling.guard import TrafficGuard
@@ -64,6 +66,11 @@ class Participant(Protocol):
     """One kind of agent the run drains and restores (see the module docstring)."""
 
     name: str
+    unit: str  # what it moves, for the summary: "routers" or "networks"
+
+    def present(self, run: RunContext, host: str) -> bool: ...
+
+    def would_move(self, run: RunContext, host: str) -> int: ...
 
     def drain(self, run: RunContext, host: str) -> StepResult: ...
 
@@ -71,7 +78,7 @@ class Participant(Protocol):
 
     def canary(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult: ...
 
-    def restore(self, run: RunContext, host: str) -> StepResult: ...
+    def restore(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult: ...
 
     def keep_drained(self, run: RunContext, host: str) -> StepResult: ...
 
@@ -113,6 +120,7 @@ class L3Participant:
     """The host's L3 agent (see the module docstring)."""
 
     name = "l3"
+    unit = "routers"
 
     def __init__(self) -> None:
         self._ids: dict[str, str] = {}  # host -> agent id, once looked up
@@ -130,6 +138,15 @@ class L3Participant:
 
     def _agent(self, run: RunContext, host: str) -> Agent:
         return run.ops.observe().find_agent(host)
+
+    def present(self, run: RunContext, host: str) -> bool:
+        return True  # the run's hosts are L3 agents' hosts (checked before it starts)
+
+    def would_move(self, run: RunContext, host: str) -> int:
+        snapshot = run.ops.observe()
+        agent = snapshot.find_agent(host)
+        plan = make_plan(self._request(run, Action.DRAIN, agent=host), snapshot)
+        return len({m.router_id for m in plan.moves if m.source == agent.id})
 
     def read_agent(self, run: RunContext, host: str) -> Agent:
         if host not in self._ids:
@@ -203,7 +220,7 @@ class L3Participant:
         """With the guard watching the canary's address: it must answer, within the timeout."""
         guard = run.guard
         if guard is None or guard.router_answered_since(router, since) is None:
-            return StepResult(True, "", detail)
+            return StepResult(True, "", {**detail, "moved_back": 1})
         moved_at = time.monotonic()
         deadline = since + run.request.canary_timeout
         while not guard.router_answered_since(router, moved_at):
@@ -216,9 +233,9 @@ class L3Participant:
                     {**detail, "dataplane": "no answer"},
                 )
             time.sleep(DATAPLANE_POLL)
-        return StepResult(True, "", {**detail, "dataplane": "answers"})
+        return StepResult(True, "", {**detail, "dataplane": "answers", "moved_back": 1})
 
-    def restore(self, run: RunContext, host: str) -> StepResult:
+    def restore(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult:
         result = run_action(run.ops, self._request(run, Action.UNDRAIN, agent=host))
         if result.exit_code != 0:
             return StepResult(False, f"undrain of {host} failed: {_problem(result)}")
