@@ -148,7 +148,7 @@ def test_staggered_reconnection_lets_neutron_move_networks_off_agents_still_cut_
     with make(
         clock, agents=4, routers=4, dhcp_agents=4, networks=40, neutron_auto_failover=True, seed=1
     ) as emu:
-        emu.sim.broker_outage(300, spread=200)
+        emu.sim.lifecycle.broker_outage(300, spread=200)
         agents = sorted(emu.sim.dhcp.agents(), key=lambda a: a.broker_until)
         first, second = agents[0], agents[1]
         assert second.broker_until - first.broker_until > emu.sim.dhcp_failover.interval

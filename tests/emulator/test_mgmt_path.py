@@ -98,18 +98,18 @@ def test_broker_outage_spread_brings_agents_back_one_by_one_in_a_seeded_order(
 ) -> None:
     with make(clock, agents=4, routers=4, seed=7) as emu:
         api = Http(emu)
-        order = emu.sim.broker_outage(200, spread=30)
+        order = emu.sim.lifecycle.broker_outage(200, spread=30)
         assert sorted(order) == ["net-1", "net-2", "net-3", "net-4"]
         for n, step in enumerate([200.5, 10, 10, 10]):  # back at 200, 210, 220, 230
             emu.advance(step)
             alive = {a["host"] for a in api.get("/v2.0/agents")[1]["agents"] if a["alive"]}
             assert alive == set(order[:n + 1]), n
     with make(ManualClock(), agents=4, routers=4, seed=7) as again:
-        assert again.sim.broker_outage(200, spread=30) == order
+        assert again.sim.lifecycle.broker_outage(200, spread=30) == order
     orders = set()
     for seed in range(5):
         with make(ManualClock(), agents=4, routers=4, seed=seed) as other:
-            orders.add(tuple(other.sim.broker_outage(10, spread=5)))
+            orders.add(tuple(other.sim.lifecycle.broker_outage(10, spread=5)))
     assert len(orders) > 1
 
 

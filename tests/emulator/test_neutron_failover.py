@@ -40,7 +40,7 @@ def test_staggered_reconnection_piles_routers_onto_the_first_agents_back(
     clock: ManualClock,
 ) -> None:
     with make(clock, agents=4, routers=40, neutron_auto_failover=True, seed=1) as emu:
-        order = emu.sim.broker_outage(300, spread=200)
+        order = emu.sim.lifecycle.broker_outage(300, spread=200)
         first, last = order[0], order[-1]
         emu.advance(300 + 50)  # the first agent is back; the others still read dead
         moved = emu.sim.failover.moves

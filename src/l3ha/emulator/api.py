@@ -1,9 +1,9 @@
 """The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims. Pure.
 
 Requests arrive as ``Request`` values and leave as ``Response`` values; the
-HTTP server does the I/O. Routers, ports, networks and floating IPs live in
-``api_resources``. Every error is an ``ApiError`` rendered as a ``NeutronError``
-body. Handlers run under ``world.lock``.
+HTTP server does the I/O. Routers live in ``api_routers``; ports, networks,
+floating IPs and availability zones in ``api_resources``. Every error is an
+``ApiError`` rendered as a ``NeutronError`` body. Handlers run under ``world.lock``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from l3ha.clock import Clock
 from l3ha.emulator import render
 from l3ha.emulator.api_dhcp import DhcpApi
 from l3ha.emulator.api_resources import ResourceApi
+from l3ha.emulator.api_routers import RouterApi
 from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import (
@@ -86,6 +87,7 @@ class NeutronApi:
         self.cfg = cfg
         self.clock = clock
         self.public = public
+        self.routers = RouterApi(self)
         self.resources = ResourceApi(self)
         self.dhcp = DhcpApi(self)
         self.subnets = SubnetApi(self)
@@ -133,6 +135,8 @@ class NeutronApi:
             return self.dhcp.agent_route(len(parts), method)
         if key in table:
             return table[key]
+        if parts[0] == "routers":
+            return self.routers.route(parts, method)
         return self.resources.route(parts, method)
 
     def _l3_routers_route(self, size: int, method: str) -> Callable[..., Response]:
@@ -234,14 +238,15 @@ class NeutronApi:
                                   f"maximum length of {DESCRIPTION_MAX}.")
             agent.description = value
         if "admin_state_up" in changes:
-            self.sim.set_admin_state(agent, as_bool(changes["admin_state_up"], "admin_state_up"))
+            up = as_bool(changes["admin_state_up"], "admin_state_up")
+            self.sim.lifecycle.set_admin_state(agent, up)
         return ok({"agent": render.agent_doc(self.sim, agent, self.clock.wall())})
 
     def _delete_agent(self, req: Request, agent_id: str) -> Response:
         agent = self.agent(agent_id)
         for router in list(agent.routers.values()):
             self.sim.unbind(router, agent)
-        self.sim.kill(agent, node=False)
+        self.sim.lifecycle.kill(agent, node=False)
         self.dhcp.agent_deleted(agent)
         del self.world.agents[agent.id]
         if self.world.agents_by_host.get(agent.host) is agent:

@@ -57,3 +57,9 @@ def as_bool(value: Any, name: str) -> bool:
         return value.lower() in ("true", "1")
     raise ApiError(400, "InvalidInput",
                    f"Invalid input for operation: '{value}' cannot be converted to boolean.")
+
+
+def only_fields(req: Request, doc: dict[str, Any]) -> dict[str, Any]:
+    """A shown resource's document cut to the request's ``fields`` (all without any)."""
+    fields = [v for k, v in req.params if k == "fields" and v]
+    return {k: v for k, v in doc.items() if not fields or k in fields}

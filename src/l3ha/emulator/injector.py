@@ -4,9 +4,9 @@ I/O: none of its own, except sleeping for an injected API latency; callers
 hold ``world.lock`` where the table says so (``apply`` takes it itself).
 
 ``FAULTS`` maps every kind of ``l3ha.emulator.faults.FAULT_ARGS`` to the
-function that applies it: agent faults go to the simulation, API faults
-(errors, latency, outage) are state kept here and consulted by the HTTP
-front (``injected_response``). ``FaultInjector`` also carries one helper
+function that applies it: agent faults go to the simulation's agent lifecycle
+(``sim_agents``), API faults (errors, latency, outage) are state kept here and
+consulted by the HTTP front (``injected_response``). ``FaultInjector`` also carries one helper
 per kind for tests and benchmarks (``emu.faults.kill_agent("net-1")``), all
 of which go through the same table as ``POST /_emulator/faults``.
 """
@@ -23,6 +23,7 @@ from l3ha.clock import Clock
 from l3ha.emulator.faults import AGENT_KINDS, FAULT_ARGS, Fault, FaultError, Step, parse_fault
 from l3ha.emulator.query import ApiError
 from l3ha.emulator.sim import Simulation
+from l3ha.emulator.sim_agents import AgentLifecycle
 from l3ha.emulator.world import DHCP_AGENT, AgentRec, World
 
 STATUS_TYPES = {
@@ -41,22 +42,22 @@ STATUS_TYPES = {
 Apply = Callable[["FaultInjector", Mapping[str, Any]], dict[str, Any] | None]
 
 
-def _agent_fault(action: Callable[[Simulation, AgentRec], None]) -> Apply:
+def _agent_fault(action: Callable[[AgentLifecycle, AgentRec], None]) -> Apply:
     """A fault on one agent named by ``host`` (or id)."""
 
     def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-        action(inj.sim, inj.agent(args["host"]))
+        action(inj.sim.lifecycle, inj.agent(args["host"]))
 
     return apply
 
 
-def _process_fault(action: Callable[[Simulation, AgentRec], None]) -> Apply:
+def _process_fault(action: Callable[[AgentLifecycle, AgentRec], None]) -> Apply:
     """stop-agent/start-agent: the agent named by id, else the host's agents of ``agents``
     (l3, the default; dhcp; all)."""
 
     def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
         for agent in inj.process_agents(args["host"], args.get("agents", AGENT_KINDS[0])):
-            action(inj.sim, agent)
+            action(inj.sim.lifecycle, agent)
 
     return apply
 
@@ -73,15 +74,15 @@ def _split_brain(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _broker_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-    inj.sim.broker_outage(args["seconds"], args.get("spread", 0.0))
+    inj.sim.lifecycle.broker_outage(args["seconds"], args.get("spread", 0.0))
 
 
 def _mgmt_partition(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-    inj.sim.mgmt_partition(inj.agent(args["host"]), args["seconds"])
+    inj.sim.lifecycle.mgmt_partition(inj.agent(args["host"]), args["seconds"])
 
 
 def _slow_agent(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-    inj.sim.slow_agent(inj.agent(args["host"]), args["factor"])
+    inj.sim.lifecycle.slow_agent(inj.agent(args["host"]), args["factor"])
 
 
 def _api_errors(inj: FaultInjector, args: Mapping[str, Any]) -> None:
@@ -98,13 +99,13 @@ def _api_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
 
 #: Every fault kind and the function that applies it (returning None: echo the fault).
 FAULTS: dict[str, Apply] = {
-    "kill-agent": _agent_fault(Simulation.kill),
-    "revive-agent": _agent_fault(Simulation.revive),
-    "stop-agent": _process_fault(Simulation.stop_agent),
-    "start-agent": _process_fault(Simulation.start_agent),
+    "kill-agent": _agent_fault(AgentLifecycle.kill),
+    "revive-agent": _agent_fault(AgentLifecycle.revive),
+    "stop-agent": _process_fault(AgentLifecycle.stop_agent),
+    "start-agent": _process_fault(AgentLifecycle.start_agent),
     "broker-outage": _broker_outage,
     "mgmt-partition": _mgmt_partition,
-    "dataplane-fail": _agent_fault(Simulation.dataplane_fail),
+    "dataplane-fail": _agent_fault(AgentLifecycle.dataplane_fail),
     "slow-agent": _slow_agent,
     "api-errors": _api_errors,
     "api-latency": _api_latency,

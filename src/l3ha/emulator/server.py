@@ -199,7 +199,7 @@ class Emulator:
                 "unhosted": sum(1 for r in routers if not r.bindings),
                 "duplicated": sum(1 for r in routers
                                   if len(self.sim.forwarding_copies(r)) > 1 and not r.ha),
-                "broker_outage": self.clock.monotonic() < self.sim.broker_until,
+                "broker_outage": self.clock.monotonic() < self.sim.lifecycle.broker_until,
                 "api": {"error_rate": self.faults.error_rate,
                         "error_status": self.faults.error_status,
                         "latency_ms": self.faults.latency_ms,

@@ -1,4 +1,4 @@
-"""The simulated agents and data plane: heartbeats, router processing, VRRP, faults. Pure.
+"""The simulated agents and data plane: event loop, heartbeats, router processing, forwarding. Pure.
 
 Time comes from an injected clock: events sit on a heap keyed by monotonic time
 and ``run_due`` runs those whose time has come (the server's thread calls it
@@ -10,11 +10,9 @@ Model:
 - an agent heartbeats every ``report_interval`` while its process runs and its
   management path (message bus, host link) works; the heartbeat carries the
   server's wall time;
-- the management path (neutron/agent/l3/agent.py): an agent learns of a new
-  binding only by RPC, so while it is cut off (broker outage, management
-  partition) it neither picks up new bindings nor drops unbound routers — it
-  keeps forwarding them as stale copies; on reconnection it reports at once and
-  does a full resync: stale copies are removed, unprocessed bindings queued;
+- an agent learns of a new binding only by RPC, so while it is cut off from the
+  bus (broker outage, management partition) it neither picks up new bindings nor
+  drops unbound routers — it keeps forwarding them as stale copies;
 - an agent processes routers ``agent_concurrency`` at a time, RPC-added ones
   ahead of full-resync work (neutron's priority queue), each taking
   ``router_base_time + router_port_time * ports`` (times its slow factor);
@@ -30,15 +28,15 @@ Model:
 - Neutron's automatic failover lives in ``sim_failover``, its scheduling on agent resync
   and router update (``router_auto_schedule``) in ``sim_schedule``, when ports change
   host and status in ``sim_ports``, VRRP elections and HA state reports in ``sim_vrrp``;
-  DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``;
-- killing, reviving or partitioning an agent does it to every agent on its node.
+  DHCP agents in ``sim_dhcp`` and ``sim_dhcp_failover``; agent faults (kill, revive,
+  stop, start, data plane, slowness), admin state and the management path (losing the
+  bus, reconnecting with a full resync) in ``sim_agents``.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import random
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -46,6 +44,7 @@ from typing import Any
 from l3ha.clock import Clock
 from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.sim_agents import AgentLifecycle
 from l3ha.emulator.sim_dhcp import DhcpSimulation
 from l3ha.emulator.sim_dhcp_failover import NeutronDhcpFailover
 from l3ha.emulator.sim_failover import NeutronFailover
@@ -65,16 +64,15 @@ class Simulation:
         self.cfg = cfg
         self.clock = clock
         self.ha_net = ha_net
-        self.broker_until = 0.0
         self.on_reachability: Callable[[RouterRec], None] = lambda router: None
         self._events: list[Event] = []
         self._seq = itertools.count()
-        self._outages = 0
         self.failover = NeutronFailover(self)
         self.scheduler = RouterScheduler(self)
         self.dhcp = DhcpSimulation(self)
         self.dhcp_failover = NeutronDhcpFailover(self)
         self.vrrp = VrrpModel(self)
+        self.lifecycle = AgentLifecycle(self)
 
     # --- event loop -----------------------------------------------------------
 
@@ -152,52 +150,13 @@ class Simulation:
     def _heartbeat(self, agent: AgentRec) -> None:
         if self.can_report(agent):
             if agent.cut_off:
-                self._reconnect(agent)
+                self.lifecycle.reconnect(agent)
             agent.heartbeat = self.clock.wall()
             if agent.agent_type == DHCP_AGENT:
                 self.dhcp.reported(agent)
             for router in agent.routers.values():
                 self.vrrp.sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
-
-    # --- the management path ---------------------------------------------------------
-
-    def _cut_off(self, agent: AgentRec, until: float) -> None:
-        """The agent loses the bus until ``until`` (it reconnects then, if nothing else)."""
-        if agent.running:
-            agent.cut_off = True
-        self.schedule(until, self._reconnect_due, agent)
-
-    def _reconnect_due(self, agent: AgentRec) -> None:
-        if agent.cut_off and self.can_report(agent):
-            self._reconnect(agent)
-
-    def _reconnect(self, agent: AgentRec) -> None:
-        """Back on the bus: report at once, then a full resync (neutron's fullsync)."""
-        agent.cut_off = False
-        agent.heartbeat = self.clock.wall()
-        if agent.start_unreported:  # the start report (start_flag) sets started_at
-            agent.started_at, agent.start_unreported = agent.heartbeat, False
-        self.drop_stale(agent)
-        self.scheduler.full_resync(agent)
-        if agent.agent_type == DHCP_AGENT:
-            self.dhcp.resync(agent)
-        waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
-        for router in agent.routers.values():
-            if not router.bindings[agent.id].processed and router.id not in waiting:
-                agent.sync_queue.append(router.id)
-        self._pump(agent)
-        for router in agent.routers.values():
-            self.vrrp.sync_reported(router)
-
-    def drop_stale(self, agent: AgentRec) -> None:
-        """Remove the copies of routers the agent runs but no longer hosts."""
-        stale, agent.stale = agent.stale, {}
-        for router_id in stale:
-            router = self.world.routers.get(router_id)
-            if router is not None:
-                router.stale.pop(agent.id, None)
-                self.refresh(router)
 
     # --- router processing -----------------------------------------------------------
 
@@ -213,7 +172,7 @@ class Simulation:
             replica.synced = copy.synced
         elif self.can_report(agent):
             (agent.queue if notify else agent.sync_queue).append(router.id)
-            self._pump(agent)
+            self.pump(agent)
         self._after_weight_change(agent, overloaded)
         self.refresh(router)
 
@@ -231,10 +190,10 @@ class Simulation:
             sim_ports.torn_down(router, agent)
         self._after_weight_change(agent, overloaded)
         self.refresh(router)
-        self._pump(agent)
+        self.pump(agent)
         return True
 
-    def _pump(self, agent: AgentRec) -> None:
+    def pump(self, agent: AgentRec) -> None:
         """Start processing queued routers up to the agent's concurrency."""
         if not (agent.running and not agent.stopped and agent.admin_state_up):
             return
@@ -265,19 +224,7 @@ class Simulation:
             replica.processed = True
             sim_ports.wired(router, replica)
             self.refresh(router)
-        self._pump(agent)
-
-    def _requeue_all(self, agent: AgentRec) -> None:
-        """Everything the agent ran is gone: its routers wait for a full resync."""
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
-        for router in agent.routers.values():
-            replica = router.bindings[agent.id]
-            replica.processed = False
-            replica.vrrp = "backup"
-            agent.sync_queue.append(router.id)
+        self.pump(agent)
 
     # --- HA and data plane ----------------------------------------------------------
 
@@ -333,118 +280,6 @@ class Simulation:
     def refresh_agent(self, agent: AgentRec) -> None:
         for router in list(agent.routers.values()):
             self.refresh(router)
-
-    # --- faults and admin state ---------------------------------------------------------
-
-    def kill(self, agent: AgentRec, node: bool = True) -> None:
-        """The node dies (``node``; else only this agent's process): no heartbeats, no
-        processing, no forwarding, no stale copies."""
-        for each in self.world.node_agents(agent) if node else [agent]:
-            self._kill_one(each)
-
-    def _kill_one(self, agent: AgentRec) -> None:
-        if agent.agent_type == DHCP_AGENT:
-            self.dhcp.killed(agent)
-        agent.running = False
-        agent.cut_off = False
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
-        self.drop_stale(agent)
-        self.refresh_agent(agent)
-
-    def revive(self, agent: AgentRec) -> None:
-        """The node's agents (re)start: new started_at and a heartbeat at once. A dead node
-        or broken data plane comes back and resyncs every router (dark until processed); a
-        healthy one only restarts its process (routers keep forwarding)."""
-        for each in self.world.node_agents(agent):
-            self._revive_one(each)
-
-    def _revive_one(self, agent: AgentRec) -> None:
-        healthy = agent.running and agent.dataplane_ok
-        agent.running = True
-        agent.stopped = False
-        agent.dataplane_ok = True
-        agent.started_at = self.clock.wall()
-        if not healthy:
-            self._requeue_all(agent)
-            self.drop_stale(agent)
-            self.refresh_agent(agent)
-        if self.can_report(agent):
-            self._reconnect(agent)
-        else:
-            agent.cut_off = True  # it starts without the bus: it syncs once it reaches it
-
-    def stop_agent(self, agent: AgentRec) -> None:
-        """The agent process stops (an upgrade), the node does not: no heartbeats, no
-        processing, no binding change reaches it; its routers' namespaces stay and forward
-        (a router unbound meanwhile stays as a stale copy until the agent resyncs). A DHCP
-        agent's dnsmasq processes go on serving its set-up networks the same way."""
-        if not agent.running or agent.stopped:
-            return
-        if agent.agent_type == DHCP_AGENT:
-            self.dhcp.stopped(agent)
-        agent.stopped = True
-        agent.cut_off = True  # it resyncs when it starts
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
-
-    def start_agent(self, agent: AgentRec) -> None:
-        """The stopped agent process starts: it reports (a new started_at) and does a full
-        resync at once if it reaches the message bus, else only once it does."""
-        if not agent.running or not agent.stopped:
-            return
-        agent.stopped = False
-        agent.start_unreported = True
-        if self.can_report(agent):
-            self._reconnect(agent)
-
-    def set_admin_state(self, agent: AgentRec, up: bool) -> None:
-        """Disabled agents tear their routers down (bindings stay); enabling resyncs."""
-        if agent.admin_state_up == up:
-            return
-        agent.admin_state_up = up
-        if agent.agent_type == DHCP_AGENT:
-            self.dhcp.admin_changed(agent)
-            return
-        self._requeue_all(agent)
-        if not up:
-            agent.queue.clear()
-            for router in agent.routers.values():
-                sim_ports.torn_down(router, agent)
-        elif self.can_report(agent):  # agent_updated: a full resync
-            self.scheduler.full_resync(agent)
-        self.refresh_agent(agent)
-        self._pump(agent)
-
-    def dataplane_fail(self, agent: AgentRec) -> None:
-        agent.dataplane_ok = False
-        self.refresh_agent(agent)
-
-    def mgmt_partition(self, agent: AgentRec, seconds: float) -> None:
-        for each in self.world.node_agents(agent):
-            each.partition_until = max(each.partition_until, self.clock.monotonic() + seconds)
-            self._cut_off(each, each.partition_until)
-
-    def broker_outage(self, seconds: float, spread: float = 0.0) -> list[str]:
-        """Every agent loses the bus for ``seconds``; they come back one by one over
-        ``spread`` seconds in an order drawn from the seed. Returns the hosts in order."""
-        agents = list(self.world.agents.values())
-        random.Random(f"broker-outage:{self.cfg.seed}:{self._outages}").shuffle(agents)
-        self._outages += 1
-        end = self.clock.monotonic() + seconds
-        for n, agent in enumerate(agents):
-            back = end + (spread * n / (len(agents) - 1) if len(agents) > 1 else 0.0)
-            agent.broker_until = max(agent.broker_until, back)
-            self._cut_off(agent, agent.broker_until)
-        self.broker_until = max([self.broker_until, *(a.broker_until for a in agents)])
-        return [a.host for a in agents]
-
-    def slow_agent(self, agent: AgentRec, factor: float) -> None:
-        agent.slow_factor = factor
 
     def retag(self, router: RouterRec, tags: list[str]) -> None:
         before = {r.agent.id: r.agent.weight > self.cfg.agent_capacity
