@@ -31,13 +31,7 @@ from l3ha.journal.records import (
     move_from_row,
     operation_from_row,
 )
-from l3ha.journal.statedir import (
-    DB_NAME,
-    default_state_dir,
-    prepare_state_dir,
-    process_alive,
-    restrict_files,
-)
+from l3ha.journal.statedir import DB_NAME, default_state_dir, open_database, process_alive
 from l3ha.model import Move
 
 T = TypeVar("T")
@@ -107,20 +101,7 @@ class Journal:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.path = self.state_dir / DB_NAME
         self._clock: Clock = clock or SystemClock()
-        prepare_state_dir(self.state_dir)
-        try:
-            # Created 0600 first: SQLite gives its -wal and -shm files the same mode.
-            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
-            os.chmod(self.path, 0o600)
-            self._db = sqlite3.connect(
-                self.path, timeout=30.0, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise BadInputError(f"cannot open journal {self.path}: {exc}") from exc
-        restrict_files(self.state_dir)
+        self._db = open_database(self.state_dir, DB_NAME, _SCHEMA, "journal")
         self._lock = threading.Lock()
         self._queue_cv = threading.Condition(threading.Lock())
         self._queue: list[_Request[Any]] = []

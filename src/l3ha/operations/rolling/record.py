@@ -25,6 +25,7 @@ from typing import Any
 
 from l3ha.errors import BadInputError
 from l3ha.journal import default_state_dir
+from l3ha.journal.statedir import open_database, process_alive
 from l3ha.operations.rolling.plan import Phase, StepKey
 
 DB_NAME = "rolling.sqlite"
@@ -96,33 +97,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class RollingRecord:
     """The rolling journal in ``state_dir``; safe to share between threads."""
 
     def __init__(self, state_dir: Path | None = None) -> None:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.path = self.state_dir / DB_NAME
-        try:
-            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
-            self._db = sqlite3.connect(
-                self.path, timeout=30.0, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise BadInputError(f"cannot open the rolling journal {self.path}: {exc}") from exc
+        self._db = open_database(self.state_dir, DB_NAME, _SCHEMA, "the rolling journal")
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -197,7 +178,7 @@ class RollingRecord:
         latest = self.latest_run()
         if latest is None or latest.status is not RunStatus.RUNNING:
             return None
-        if latest.pid == os.getpid() or not _process_alive(latest.pid):
+        if latest.pid == os.getpid() or not process_alive(latest.pid):
             return None
         return latest
 
