@@ -162,7 +162,7 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=10)
         code, doc, err = r.run("--run", command, "--resume")
-        assert code == 0, err
+        assert code == 0, (err, doc.get("stopped"))
         assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]
         # Every drain (the killed one, its recovery and its second attempt together) moves
         # each router off the drained host once. (A router may move off a host again later
