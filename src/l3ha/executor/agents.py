@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -93,16 +94,35 @@ def change_agent(
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
     if journal is None:
         raise BadInputError("the executor needs a journal unless it is a dry run")
-    started = clock.monotonic()
-    op_id, _ = journal.begin_operation(AGENT_CHANGE_KIND, change.as_args())
-    try:
+
+    def write() -> None:
         for field in wanted:
             if field == "admin_state_up":
                 cloud.set_admin_state(change.agent_id, bool(change.admin_state_up))
             else:
                 cloud.set_description(change.agent_id, change.description or "")
+
+    return journalled_change(journal, clock, AGENT_CHANGE_KIND, change, write, label="agent")
+
+
+def journalled_change(
+    journal: Journal,
+    clock: Clock,
+    kind: str,
+    change: AgentChange,
+    write: Callable[[], None],
+    *,
+    label: str,
+) -> AgentChangeResult:
+    """Run ``write`` (the cloud calls of ``change``, each read back) inside a journal
+    operation of ``kind``: begun before the write, finished FAILED on a cloud error (the
+    result says so, nothing raises), DONE otherwise, abandoned on anything else."""
+    started = clock.monotonic()
+    op_id, _ = journal.begin_operation(kind, change.as_args())
+    try:
+        write()
     except L3haError as exc:
-        log.error("changing agent %s failed: %s", change.host, exc)
+        log.error("changing %s %s failed: %s", label, change.host, exc)
         _finish(journal, op_id, OperationStatus.FAILED, str(exc), clock.monotonic() - started)
         return AgentChangeResult(change, AgentChangeOutcome.FAILED, str(exc), op_id)
     except BaseException:

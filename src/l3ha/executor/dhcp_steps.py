@@ -9,7 +9,6 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,8 +16,13 @@ from enum import StrEnum
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
-from l3ha.errors import L3haError, NotFoundError
-from l3ha.executor.agents import AgentChange, AgentChangeOutcome, AgentChangeResult
+from l3ha.errors import NotFoundError
+from l3ha.executor.agents import (
+    AgentChange,
+    AgentChangeOutcome,
+    AgentChangeResult,
+    journalled_change,
+)
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
 
@@ -147,26 +151,13 @@ def change_dhcp_agent(
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
     if journal is None:
         raise ValueError("the executor needs a journal unless it is a dry run")
-    started = clock.monotonic()
-    op_id, _ = journal.begin_operation(DHCP_AGENT_CHANGE_KIND, change.as_args())
-    try:
-        cloud.set_dhcp_agent_state(change.agent_id, admin, description)
-    except L3haError as exc:
-        log.error("changing DHCP agent %s failed: %s", change.host, exc)
-        _finish(journal, op_id, OperationStatus.FAILED, str(exc), clock.monotonic() - started)
-        return AgentChangeResult(change, AgentChangeOutcome.FAILED, str(exc), op_id)
-    except BaseException:
-        journal.abandon(op_id)
-        raise
-    _finish(journal, op_id, OperationStatus.DONE, change.reason, clock.monotonic() - started)
-    return AgentChangeResult(change, AgentChangeOutcome.DONE, change.reason, op_id)
-
-
-def _finish(
-    journal: Journal, op_id: int, status: OperationStatus, detail: str, seconds: float
-) -> None:
-    journal.finish_operation(
-        op_id, status, json.dumps({"detail": detail, "seconds": round(seconds, 3)})
+    return journalled_change(
+        journal,
+        clock,
+        DHCP_AGENT_CHANGE_KIND,
+        change,
+        lambda: cloud.set_dhcp_agent_state(change.agent_id, admin, description),
+        label="DHCP agent",
     )
 
 
