@@ -1,4 +1,4 @@
-"""``l3ha config sample|show``: the daemon's configuration file. I/O: reads config files, stdout."""
+"""``l3ha config sample|reference|show``: the daemon's configuration. I/O: reads files, stdout."""
 
 from __future__ import annotations
 
@@ -15,6 +15,15 @@ def sample(_args: argparse.Namespace) -> int:
     from l3ha.daemon.settings import sample_config
 
     sys.stdout.write(sample_config())
+    return 0
+
+
+def reference(_args: argparse.Namespace) -> int:
+    """Handler of ``l3ha config reference``: the configuration page, in Markdown."""
+    from l3ha.cli.config_reference import reference_markdown
+    from l3ha.cli.main import build_parser
+
+    sys.stdout.write(reference_markdown(build_parser()))
     return 0
 
 
@@ -49,6 +58,15 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.set_defaults(func=sample)
+    parser = group.add_parser(
+        "reference",
+        help="print the configuration reference (docs/configuration.md) in Markdown",
+        description=(
+            "Print every option with its type, default, help and the flags of the same "
+            "name, generated from the option definitions and the commands' arguments."
+        ),
+    )
+    parser.set_defaults(func=reference)
     parser = group.add_parser(
         "show",
         help="print the settings 'l3ha watch' would run with (files and flags applied)",
