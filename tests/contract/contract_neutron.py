@@ -100,8 +100,10 @@ class AgentRef:
 class NeutronServer:
     """One serve.py process on 127.0.0.1 and an ephemeral port."""
 
-    def __init__(self, python: Path, state_dir: Path) -> None:
+    def __init__(self, python: Path, state_dir: Path, extra_conf: str = "") -> None:
+        """``extra_conf``: more neutron.conf sections (e.g. ``[oslo_policy]``), appended."""
         self.python = python
+        self.extra_conf = extra_conf
         self.state_dir = state_dir
         self.log_path = state_dir / "server.log"
         self.port_file = state_dir / "port"
@@ -110,7 +112,8 @@ class NeutronServer:
         self.startup_s = 0.0
 
     def start(self) -> None:
-        (self.state_dir / "neutron.conf").write_text(neutron_conf(self.state_dir))
+        conf = neutron_conf(self.state_dir) + self.extra_conf
+        (self.state_dir / "neutron.conf").write_text(conf)
         (self.state_dir / "ml2_conf.ini").write_text(ML2_CONF)
         (self.state_dir / "lock").mkdir(exist_ok=True)
         began = time.monotonic()

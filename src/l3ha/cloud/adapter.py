@@ -24,7 +24,14 @@ from l3ha.cloud.connect import check_cloud, open_connection
 from l3ha.cloud.retry import RetryPolicy
 from l3ha.cloud.transport import NeutronApi, quoted
 from l3ha.cloud.usage import RouterUsage
-from l3ha.errors import ApiNotFoundError, BadInputError, CloudError, NotFoundError, ReadBackError
+from l3ha.errors import (
+    ApiNotFoundError,
+    AuthError,
+    BadInputError,
+    CloudError,
+    NotFoundError,
+    ReadBackError,
+)
 from l3ha.model import Agent, Binding, Router, Snapshot
 from l3ha.tokenbucket import TokenBucket
 
@@ -35,6 +42,8 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_WORKERS = 16
 #: A call's retries may go on for this many api timeouts in all (the retry deadline).
 RETRY_DEADLINE_TIMEOUTS = 2.5
+#: An agent id no agent has: the scheduler access check asks for its routers.
+NO_SUCH_AGENT = "00000000-0000-0000-0000-000000000000"
 #: Routers whose ports one ``GET /ports?device_id=...`` asks for (keeps the URL ~2 kB).
 PORTS_PER_CALL = 40
 
@@ -98,7 +107,29 @@ class NeutronCloud:
         raw = self._api.collection(
             "/agents", "agents", "list L3 agents", [("agent_type", translate.L3_AGENT_TYPE)]
         )
-        return [translate.agent_from_dict(a) for a in raw if translate.is_l3_agent(a)]
+        agents = [translate.agent_from_dict(a) for a in raw if translate.is_l3_agent(a)]
+        if not agents:
+            self._check_scheduler_access()
+        return agents
+
+    def _check_scheduler_access(self) -> None:
+        """No L3 agent visible: an empty cloud, or an account Neutron hides agents from.
+
+        Neutron filters ``GET /agents`` by its policy instead of refusing it, so
+        an account without the right sees an empty list. The L3 agent scheduler
+        checks its policy before looking the agent up: a 403 for a made-up
+        agent id tells the two apart, and becomes one ``AuthError``.
+        """
+        what = "list L3 agents"
+        try:
+            self._api.request("GET", f"/agents/{NO_SUCH_AGENT}/l3-routers", what)
+        except ApiNotFoundError:
+            return  # allowed: the cloud has no L3 agent
+        except AuthError as exc:
+            raise AuthError(
+                f"{exc}: no L3 agent is visible to this account; l3ha needs Neutron's admin "
+                "role or the l3ha role of docs/permissions.md"
+            ) from exc
 
     def get_agent(self, agent_id: str) -> Agent:
         """One L3 agent, read fresh (``NotFoundError`` when it does not exist)."""

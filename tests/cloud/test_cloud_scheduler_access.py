@@ -1,0 +1,23 @@
+"""An empty L3 agent list: a cloud without L3 agents is fine, a hidden one is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from l3ha.clock import ManualClock
+from l3ha.cloud.adapter import connect
+from l3ha.emulator import Emulator, EmulatorConfig
+
+
+def test_a_cloud_without_l3_agents_lists_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = EmulatorConfig(agents=0, routers=0)
+    with Emulator(config, clock=ManualClock()) as emu:
+        path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name="empty")
+        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
+        cloud = connect("empty", timeout=10)
+        assert cloud.list_agents() == []
+        assert cloud.read_snapshot().agents == ()

@@ -1,0 +1,202 @@
+"""The least-privilege role of docs/permissions.md, checked against a real Neutron server.
+
+The server enforces its policy (see ``conftest``); l3ha runs as a subprocess through
+openstacksdk, as a user of project ``ops`` whose only role is ``l3ha``, never admin.
+It lists agents and routers (HA and tags included, which Neutron hides from
+non-admins by default) and drains and undrains an agent; a plain project member is
+refused with one line and exit 2, and changes nothing; without the recipe the l3ha
+role is refused too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.contract.contract_http import Api
+from tests.contract.contract_neutron import NeutronServer
+from tests.permissions.conftest import POLICY_FILE, neutron_python, policed_server
+from tests.permissions.role_proxy import RoleProxy
+
+pytestmark = [pytest.mark.neutron, pytest.mark.slow]
+
+DOCS = Path(__file__).parents[2] / "docs" / "permissions.md"
+
+
+def l3ha(proxy: RoleProxy, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """One l3ha command against the proxy (clouds.yaml with auth_type none)."""
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(
+        f"clouds:\n  policed:\n    auth_type: none\n    network_endpoint_override: {proxy.url}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env.update(
+        OS_CLIENT_CONFIG_FILE=str(clouds),
+        OS_CLOUD="policed",
+        L3HA_STATE_DIR=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "l3ha.cli.main", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def new_agent(admin: Api, host: str) -> str:
+    reply = admin.post("/_contract/agents", {"host": host})
+    assert reply.status == 201, reply.text
+    return str(reply.json()["agent"]["id"])
+
+
+def new_router(admin: Api, name: str, project: str, ha: bool = False) -> str:
+    body = {"router": {"name": name, "project_id": project, "ha": ha}}
+    reply = admin.post("/v2.0/routers", body)
+    assert reply.status == 201, reply.text
+    router = str(reply.json()["router"]["id"])
+    for agent in admin.hosting_agent_ids(router):  # a new HA router is scheduled at once
+        assert admin.unbind(agent, router).status == 204
+    return router
+
+
+def bind(admin: Api, agent: str, router: str) -> None:
+    reply = admin.bind(agent, router)
+    assert reply.status == 201, reply.text
+
+
+def routers_on(admin: Api, agent: str) -> set[str]:
+    reply = admin.get(f"/v2.0/agents/{agent}/l3-routers")
+    assert reply.status == 200, reply.text
+    return {r["id"] for r in reply.json()["routers"]}
+
+
+def test_the_l3ha_role_lists_drains_and_undrains_without_admin(
+    neutron_with_recipe: NeutronServer, admin: Api, tmp_path: Path
+) -> None:
+    a, b, c = (new_agent(admin, f"role-net-{n}") for n in (1, 2, 3))
+    plain = new_router(admin, "role-plain", "tenant-a")
+    busy = new_router(admin, "role-busy", "tenant-b")
+    assert admin.put(f"/v2.0/routers/{busy}/tags/l3ha:busy").status in (200, 201)
+    ha = new_router(admin, "role-ha", "tenant-b", ha=True)
+    for router in (plain, busy, ha):
+        bind(admin, a, router)
+    bind(admin, b, ha)
+
+    with RoleProxy(neutron_with_recipe.url, "ops", ["l3ha"]) as proxy:
+        listed = l3ha(proxy, tmp_path, "agent", "list", "-f", "json")
+        assert listed.returncode == 0, listed.stderr
+        hosts = {row["host"]: row for row in json.loads(listed.stdout)}
+        assert {"role-net-1", "role-net-2", "role-net-3"} <= set(hosts)
+        assert hosts["role-net-1"]["routers"] == 3
+
+        listed = l3ha(proxy, tmp_path, "router", "list", "-f", "json")
+        assert listed.returncode == 0, listed.stderr
+        rows = {row["name"]: row for row in json.loads(listed.stdout)}
+        assert rows["role-ha"]["ha"] is True  # get_router:ha
+        assert rows["role-busy"]["busy"] is True  # get_router:tags, another project's router
+        assert rows["role-plain"]["agents"] == ["role-net-1"]
+
+        drained = l3ha(proxy, tmp_path, "drain", "role-net-1", "--no-wait")
+        assert drained.returncode == 0, drained.stdout + drained.stderr
+        assert routers_on(admin, a) == set()
+        assert admin.agent(a)["admin_state_up"] is False
+        assert plain in routers_on(admin, b) | routers_on(admin, c)
+        assert admin.hosting_agent_ids(ha) == {b, c}  # the replica was replaced
+
+        undrained = l3ha(proxy, tmp_path, "undrain", "role-net-1")
+        assert undrained.returncode == 0, undrained.stdout + undrained.stderr
+        assert admin.agent(a)["admin_state_up"] is True
+
+
+def test_a_plain_project_member_is_refused_and_nothing_changes(
+    neutron_with_recipe: NeutronServer, admin: Api, tmp_path: Path
+) -> None:
+    agent = new_agent(admin, "member-net-1")
+    new_agent(admin, "member-net-2")
+    router = new_router(admin, "member-router", "tenant-a")
+    bind(admin, agent, router)
+
+    with RoleProxy(neutron_with_recipe.url, "tenant-a", ["member", "reader"]) as proxy:
+        for argv in (["agent", "list"], ["drain", "member-net-1", "--no-wait"]):
+            refused = l3ha(proxy, tmp_path, *argv)
+            assert refused.returncode == 2, refused.stdout + refused.stderr
+            assert refused.stdout == ""
+            assert len(refused.stderr.splitlines()) == 1, refused.stderr
+            assert "PolicyNotAuthorized" in refused.stderr
+            assert "docs/permissions.md" in refused.stderr
+    assert routers_on(admin, agent) == {router}
+    assert admin.agent(agent)["admin_state_up"] is True
+
+
+def test_without_the_recipe_the_l3ha_role_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    server = policed_server(neutron_python(), tmp_path_factory.mktemp("neutron-default"), None)
+    try:
+        server.start()
+        with RoleProxy(server.url, "admin-project", ["admin"]) as proxy:
+            new_agent(Api(proxy.url), "default-net-1")
+        with RoleProxy(server.url, "ops", ["l3ha"]) as proxy:
+            refused = l3ha(proxy, tmp_path, "agent", "list")
+    finally:
+        server.stop()
+    assert refused.returncode == 2
+    assert "rule:get_l3-routers is disallowed by policy" in refused.stderr
+
+
+def neutron_defaults(names: list[str]) -> dict[str, str]:
+    """The check strings of Neutron's own policy defaults, read in its virtualenv."""
+    script = (
+        "import json, sys\n"
+        "from neutron.conf import policies\n"
+        "rules = {r.name: r.check_str for r in policies.list_rules()}\n"
+        "print(json.dumps({n: rules.get(n) for n in json.loads(sys.argv[1])}))\n"
+    )
+    done = subprocess.run(
+        [str(neutron_python()), "-W", "ignore", "-c", script, json.dumps(names)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    defaults: dict[str, str] = json.loads(done.stdout.splitlines()[-1])
+    return defaults
+
+
+def recipe() -> dict[str, str]:
+    rules: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text(encoding="utf-8"))
+    return {str(name): str(rule) for name, rule in rules.items()}
+
+
+def test_the_recipe_only_adds_the_l3ha_role_to_neutrons_defaults() -> None:
+    rules = recipe()
+    defaults = neutron_defaults(list(rules))
+    assert rules.pop("l3ha") == "role:l3ha"
+    assert defaults.pop("l3ha") is None  # a new rule, no default replaced
+    assert defaults.pop("context_with_global_access") == "!"  # nobody, by default
+    assert rules.pop("context_with_global_access") == "rule:l3ha"
+    for name, rule in rules.items():
+        assert defaults[name] is not None, f"{name}: not a Neutron 29 rule"
+        assert rule == f"({defaults[name]}) or rule:l3ha", name
+
+
+def test_the_page_names_every_rule_of_the_recipe_and_the_recipe_every_rule_of_the_page() -> None:
+    page = DOCS.read_text(encoding="utf-8")
+    named = set(re_rules(page))
+    assert named == set(recipe()) - {"l3ha"}
+
+
+def re_rules(page: str) -> list[str]:
+    """The rule names in the page's table (its second column, in backquotes)."""
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    return [name for row in rows for name in row.split("|")[2].replace("`", " ").split()]
