@@ -15,7 +15,9 @@ from l3ha.daemon.metrics import WatchMetrics
 CONTRIB = Path(__file__).parents[2] / "contrib"
 METRIC = re.compile(r"\bl3ha_[a-zA-Z0-9_]+")
 ALLOWED_PATHS = {
-    "/usr/bin/l3ha",
+    "/opt/l3ha",
+    "/opt/l3ha/bin/l3ha",
+    "/opt/l3ha/bin/pip",
     "/bin/kill",
     "/etc/l3ha",
     "/var/lib/l3ha",
@@ -78,7 +80,7 @@ def test_the_unit_is_a_notify_service_with_a_watchdog() -> None:
     assert unit["WatchdogSec"] == "60"
     assert unit["Restart"] == "on-failure"
     assert unit["ExecReload"] == "/bin/kill -HUP $MAINPID"
-    assert unit["ExecStart"].startswith("/usr/bin/l3ha watch")
+    assert unit["ExecStart"].startswith("/opt/l3ha/bin/l3ha watch")  # docs/install.md
     assert int(unit["TimeoutStopSec"]) > 60  # above the default shutdown_timeout
 
 
@@ -93,7 +95,7 @@ def test_contrib_names_no_machine_paths() -> None:
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
     text = (CONTRIB / "l3ha-watch.service").read_text(encoding="utf-8")
     unit = tmp_path / "l3ha-watch.service"
-    unit.write_text(text.replace("/usr/bin/l3ha watch", "/bin/true"), encoding="utf-8")
+    unit.write_text(text.replace("/opt/l3ha/bin/l3ha watch", "/bin/true"), encoding="utf-8")
     result = subprocess.run(
         ["systemd-analyze", "verify", str(unit)],
         check=False,
