@@ -1,4 +1,4 @@
-"""``l3ha agent list``: L3 (and DHCP) agents and their load. I/O: reads the cloud or a
+"""``l3ha agent list|show``: L3 (and DHCP) agents and their load. I/O: reads the cloud or a
 snapshot, writes stdout.
 
 ``heartbeat_age`` is approximate on purpose: it is this machine's clock at
@@ -21,7 +21,7 @@ from l3ha.cli.common import (
     load_weight_policy,
     warn_about_weights,
 )
-from l3ha.cli.output import add_format_options, emit
+from l3ha.cli.output import add_format_options, add_name_filter, emit, emit_record, name_matches
 from l3ha.cli.weighing import read_weighed_world
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
@@ -65,10 +65,13 @@ def heartbeat_age(agent: Agent, observed_at: str) -> float | None:
     return round((seen - beat).total_seconds(), 1)
 
 
-def agent_rows(snapshot: Snapshot, policy: WeightPolicy) -> list[dict[str, Any]]:
-    """One row per agent, sorted by host then id. Pure."""
+def agent_rows(
+    snapshot: Snapshot, policy: WeightPolicy, names: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """One row per agent (whose host matches ``names``, if given), by host then id. Pure."""
     rows = []
-    for agent in sorted(snapshot.agents, key=lambda a: (a.host, a.id)):
+    agents = [a for a in snapshot.agents if name_matches(a.host, names)]
+    for agent in sorted(agents, key=lambda a: (a.host, a.id)):
         hosted = [
             snapshot.routers_by_id[b.router_id]
             for b in snapshot.bindings_of_agent(agent.id)
@@ -98,7 +101,7 @@ DEFAULT_DHCP_COLUMNS = DHCP_COLUMNS[:7]
 ALL_COLUMNS = ("type", "host", "id", "az", "alive", "admin_state", "routers", "networks", "ports")
 
 
-def dhcp_agent_rows(snapshot: DhcpSnapshot) -> list[dict[str, Any]]:
+def dhcp_agent_rows(snapshot: DhcpSnapshot, names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One row per DHCP agent: networks hosted and DHCP ports bound to its host. Pure."""
     return [
         {
@@ -113,6 +116,7 @@ def dhcp_agent_rows(snapshot: DhcpSnapshot) -> list[dict[str, Any]]:
             "heartbeat": agent.heartbeat_timestamp,
         }
         for agent in sorted(snapshot.agents, key=lambda a: (a.host, a.id))
+        if name_matches(agent.host, names)
     ]
 
 
@@ -124,12 +128,13 @@ def _list_other_types(args: argparse.Namespace) -> int:
     if getattr(args, "snapshot", None):
         raise BadInputError("--snapshot files hold L3 agents only: use --type l3 with --snapshot")
     cloud = open_cloud(args)
-    rows = dhcp_agent_rows(NeutronDhcp(cloud).read_dhcp_snapshot())
+    names = tuple(args.name)
+    rows = dhcp_agent_rows(NeutronDhcp(cloud).read_dhcp_snapshot(), names)
     if args.agent_type == "dhcp":
         emit(rows, args.format, args.column or list(DEFAULT_DHCP_COLUMNS), DHCP_COLUMNS)
         return 0
     policy = load_weight_policy(args)
-    l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy)]
+    l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy, names)]
     rows = sorted(l3 + rows, key=lambda r: (r["host"], r["type"], r["id"]))
     extra = dict.fromkeys(c for c in (*AGENT_COLUMNS, *DHCP_COLUMNS) if c not in ALL_COLUMNS)
     emit(rows, args.format, args.column or list(ALL_COLUMNS), ALL_COLUMNS + tuple(extra))
@@ -144,13 +149,36 @@ def list_agents(args: argparse.Namespace) -> int:
     snapshot, policy = read_weighed_world(args, policy)
     warn_about_weights(policy, snapshot)
     columns = args.column or list(DEFAULT_AGENT_COLUMNS)
-    emit(agent_rows(snapshot, policy), args.format, columns, AGENT_COLUMNS)
+    emit(agent_rows(snapshot, policy, tuple(args.name)), args.format, columns, AGENT_COLUMNS)
+    return 0
+
+
+def agent_record(snapshot: Snapshot, policy: WeightPolicy, ref: str) -> dict[str, Any]:
+    """Everything about one agent (host, id or unique id prefix): its list row, its
+    description and the routers it hosts, by name. Pure."""
+    agent = snapshot.find_agent(ref)
+    (row,) = [r for r in agent_rows(snapshot, policy) if r["id"] == agent.id]
+    hosted = [
+        snapshot.routers_by_id[b.router_id]
+        for b in snapshot.bindings_of_agent(agent.id)
+        if b.router_id in snapshot.routers_by_id
+    ]
+    names = sorted(r.name or r.id for r in hosted)
+    return {**row, "description": agent.description, "hosted_routers": names}
+
+
+def show_agent(args: argparse.Namespace) -> int:
+    """Handler of ``l3ha agent show``."""
+    policy = load_weight_policy(args)
+    snapshot, policy = read_weighed_world(args, policy)
+    warn_about_weights(policy, snapshot)
+    emit_record(agent_record(snapshot, policy, args.agent), args.format, args.column)
     return 0
 
 
 def register(subparsers: Any) -> None:
-    """Add ``l3ha agent list``."""
-    group = command_group(subparsers, "agent", "L3 agents: list them with their load")
+    """Add ``l3ha agent list`` and ``l3ha agent show``."""
+    group = command_group(subparsers, "agent", "L3 agents: list and show them with their load")
     parser = group.add_parser(
         "list",
         help="list L3 agents with their routers, busy routers and weight",
@@ -171,5 +199,20 @@ def register(subparsers: Any) -> None:
         help="which agents: L3 (default), DHCP (host, id, AZ, alive, admin state, networks, "
         "DHCP ports), or all of both",
     )
+    add_name_filter(parser, "agents on host")
     add_format_options(parser)
     parser.set_defaults(func=list_agents)
+    parser = group.add_parser(
+        "show",
+        help="show one L3 agent: its list columns, description and hosted routers",
+        description=(
+            "Show one L3 agent, given by host name, id or a unique id prefix: every column of "
+            "'agent list' (heartbeat and started_at included), its description (l3ha marks "
+            "drained agents there) and the names of the routers it hosts."
+        ),
+    )
+    parser.add_argument("agent", metavar="AGENT", help="host name, agent id or unique id prefix")
+    add_cloud_options(parser)
+    add_snapshot_option(parser)
+    add_format_options(parser)
+    parser.set_defaults(func=show_agent)

@@ -1,4 +1,4 @@
-"""Rendering rows: ``-f table|json|yaml`` and ``-c COLUMN``. I/O: writes to a stream.
+"""Rendering rows and records: ``-f table|json|yaml``, ``-c COLUMN``. I/O: writes to a stream.
 
 Commands build a list of rows (dicts with the same keys, in column order) and
 call ``emit``. Tables are plain text with aligned columns; JSON and YAML give
@@ -102,6 +102,41 @@ def emit(
         out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     else:
         out.write(render_table(data, shown))
+
+
+def emit_record(
+    record: Row,
+    fmt: str,
+    columns: Sequence[str] = (),
+    stream: TextIO | None = None,
+) -> None:
+    """Write one object (a ``show``): a FIELD/VALUE table, or a JSON/YAML mapping;
+    restricted to ``columns`` (its field names) when given."""
+    shown = select_columns([record], columns, list(record.keys()))
+    data = {field: _plain(record.get(field)) for field in shown}
+    if fmt in ("json", "yaml"):
+        emit_document(data, fmt, stream)
+        return
+    rows = [{"field": field, "value": value} for field, value in data.items()]
+    (stream or sys.stdout).write(render_table(rows, ["field", "value"]))
+
+
+def name_matches(name: str, patterns: Sequence[str]) -> bool:
+    """``--name``: any of the exact names or shell patterns (``net-*``); none given: all."""
+    from fnmatch import fnmatchcase
+
+    return not patterns or any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def add_name_filter(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--name NAME`` (repeatable): only the objects whose ``what`` is one of them."""
+    parser.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"only {what} NAME (exact, or a shell pattern such as 'net-*'; repeatable)",
+    )
 
 
 def emit_document(doc: Mapping[str, Any], fmt: str, stream: TextIO | None = None) -> None:

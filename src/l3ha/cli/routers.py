@@ -1,4 +1,4 @@
-"""``l3ha router list``: routers, weights, hosting agents. I/O: reads cloud or snapshot, stdout."""
+"""``l3ha router list|show``: routers, weights, agents. I/O: reads cloud or snapshot, stdout."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from l3ha.cli.common import (
     load_weight_policy,
     warn_about_weights,
 )
-from l3ha.cli.output import add_format_options, emit
+from l3ha.cli.output import add_format_options, add_name_filter, emit, emit_record, name_matches
 from l3ha.cli.weighing import read_weighed_world
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
@@ -85,15 +85,29 @@ def list_routers(args: argparse.Namespace) -> int:
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy, with_ha_state=not args.unhosted)
     warn_about_weights(policy, snapshot)
-    routers = select_routers(snapshot, args.agent, args.unhosted)
+    routers = [
+        r
+        for r in select_routers(snapshot, args.agent, args.unhosted)
+        if name_matches(r.name, args.name)
+    ]
     columns = args.column or list(DEFAULT_ROUTER_COLUMNS)
     emit(router_rows(snapshot, routers, policy), args.format, columns, ROUTER_COLUMNS)
     return 0
 
 
+def show_router(args: argparse.Namespace) -> int:
+    """Handler of ``l3ha router show``."""
+    policy = load_weight_policy(args)
+    snapshot, policy = read_weighed_world(args, policy, with_ha_state=True)
+    warn_about_weights(policy, snapshot)
+    (record,) = router_rows(snapshot, [snapshot.find_router(args.router)], policy)
+    emit_record(record, args.format, args.column)
+    return 0
+
+
 def register(subparsers: Any) -> None:
-    """Add ``l3ha router list``."""
-    group = command_group(subparsers, "router", "routers: list them with weights and agents")
+    """Add ``l3ha router list`` and ``l3ha router show``."""
+    group = command_group(subparsers, "router", "routers: list and show them with weights")
     parser = group.add_parser(
         "list",
         help="list routers with their weight and hosting agents",
@@ -109,7 +123,21 @@ def register(subparsers: Any) -> None:
         "--agent", metavar="HOST|ID", help="only routers hosted by this agent (host name or id)"
     )
     which.add_argument("--unhosted", action="store_true", help="only routers with no L3 agent")
+    add_name_filter(parser, "routers named")
     add_cloud_options(parser)
     add_snapshot_option(parser)
     add_format_options(parser)
     parser.set_defaults(func=list_routers)
+    parser = group.add_parser(
+        "show",
+        help="show one router: weight, busy, hosting agents with HA state, tags, project",
+        description=(
+            "Show one router, given by id or unique name: every column of 'router list' "
+            "(agent_ids, tags and project_id included)."
+        ),
+    )
+    parser.add_argument("router", metavar="ROUTER", help="router id or unique name")
+    add_cloud_options(parser)
+    add_snapshot_option(parser)
+    add_format_options(parser)
+    parser.set_defaults(func=show_router)
