@@ -1,4 +1,6 @@
-"""An empty L3 agent list: a cloud without L3 agents is fine, a hidden one is an error."""
+"""An empty agent list: a cloud without L3 or DHCP agents is fine (the access check the
+adapter then makes finds the scheduler allowed); a hidden one is an error, checked
+against the real Neutron server in tests/permissions."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
+from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.emulator import Emulator, EmulatorConfig
 
 
@@ -21,3 +24,6 @@ def test_a_cloud_without_l3_agents_lists_none(
         cloud = connect("empty", timeout=10)
         assert cloud.list_agents() == []
         assert cloud.read_snapshot().agents == ()
+        dhcp = NeutronDhcp(cloud)
+        assert dhcp.list_dhcp_agents() == []
+        assert dhcp.read_dhcp_snapshot().agents == ()

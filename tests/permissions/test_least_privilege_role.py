@@ -118,6 +118,41 @@ def test_the_l3ha_role_lists_drains_and_undrains_without_admin(
         assert admin.agent(a)["admin_state_up"] is True
 
 
+def test_the_l3ha_role_reads_every_projects_dhcp_networks(
+    neutron_with_recipe: NeutronServer, admin: Api, tmp_path: Path
+) -> None:
+    reply = admin.post("/_contract/agents", {"host": "role-dhcp-1", "agent_type": "dhcp"})
+    assert reply.status == 201, reply.text
+    agent = str(reply.json()["agent"]["id"])
+    network = {
+        "name": "role-net",
+        "project_id": "tenant-c",
+        "provider:network_type": "flat",
+        "provider:physical_network": "role-dhcp",
+    }
+    reply = admin.post("/v2.0/networks", {"network": network})
+    assert reply.status == 201, reply.text
+    network_id = str(reply.json()["network"]["id"])
+    subnet = {"network_id": network_id, "cidr": "10.77.0.0/24", "ip_version": 4}
+    reply = admin.post("/v2.0/subnets", {"subnet": {**subnet, "project_id": "tenant-c"}})
+    assert reply.status == 201, reply.text
+    reply = admin.post(f"/v2.0/agents/{agent}/dhcp-networks", {"network_id": network_id})
+    assert reply.status == 201, reply.text
+
+    with RoleProxy(neutron_with_recipe.url, "ops", ["l3ha"]) as proxy:
+        listed = l3ha(proxy, tmp_path, "agent", "list", "--type", "dhcp", "-f", "json")
+        audited = l3ha(proxy, tmp_path, "dhcp", "audit", "-f", "json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [r for r in json.loads(listed.stdout) if r["host"] == "role-dhcp-1"]
+    assert row["networks"] == 1  # get_dhcp-networks, another project's network
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    perfdata = json.loads(audited.stdout)["perfdata"]
+    every_network = admin.get("/v2.0/networks").json()["networks"]
+    assert network_id in {n["id"] for n in every_network}
+    assert perfdata["networks"] == len(every_network)  # get_network, every project's
+    assert perfdata["networks_without_dhcp"] == 0
+
+
 def test_a_plain_project_member_is_refused_and_nothing_changes(
     neutron_with_recipe: NeutronServer, admin: Api, tmp_path: Path
 ) -> None:
@@ -127,7 +162,11 @@ def test_a_plain_project_member_is_refused_and_nothing_changes(
     bind(admin, agent, router)
 
     with RoleProxy(neutron_with_recipe.url, "tenant-a", ["member", "reader"]) as proxy:
-        for argv in (["agent", "list"], ["drain", "member-net-1", "--no-wait"]):
+        for argv in (
+            ["agent", "list"],
+            ["drain", "member-net-1", "--no-wait"],
+            ["agent", "list", "--type", "dhcp"],
+        ):
             refused = l3ha(proxy, tmp_path, *argv)
             assert refused.returncode == 2, refused.stdout + refused.stderr
             assert refused.stdout == ""

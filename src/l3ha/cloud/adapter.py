@@ -109,26 +109,27 @@ class NeutronCloud:
         )
         agents = [translate.agent_from_dict(a) for a in raw if translate.is_l3_agent(a)]
         if not agents:
-            self._check_scheduler_access()
+            self.check_scheduler_access("l3-routers", "L3")
         return agents
 
-    def _check_scheduler_access(self) -> None:
-        """No L3 agent visible: an empty cloud, or an account Neutron hides agents from.
+    def check_scheduler_access(self, collection: str, kind: str) -> None:
+        """No ``kind`` agent visible: an empty cloud, or an account Neutron hides them from.
 
         Neutron filters ``GET /agents`` by its policy instead of refusing it, so
-        an account without the right sees an empty list. The L3 agent scheduler
-        checks its policy before looking the agent up: a 403 for a made-up
-        agent id tells the two apart, and becomes one ``AuthError``.
+        an account without the right sees an empty list. The agent schedulers
+        (``collection``: ``l3-routers``, ``dhcp-networks``) check their policy
+        before looking the agent up: a 403 for a made-up agent id tells the two
+        apart, and becomes one ``AuthError``.
         """
-        what = "list L3 agents"
+        what = f"list {kind} agents"
         try:
-            self._api.request("GET", f"/agents/{NO_SUCH_AGENT}/l3-routers", what)
+            self._api.request("GET", f"/agents/{NO_SUCH_AGENT}/{collection}", what)
         except ApiNotFoundError:
-            return  # allowed: the cloud has no L3 agent
+            return  # allowed: the cloud has no such agent
         except AuthError as exc:
             raise AuthError(
-                f"{exc}: no L3 agent is visible to this account; l3ha needs Neutron's admin "
-                "role or the l3ha role of docs/permissions.md"
+                f"{exc}: no {kind} agent is visible to this account; l3ha needs Neutron's "
+                "admin role or the l3ha role of docs/permissions.md"
             ) from exc
 
     def get_agent(self, agent_id: str) -> Agent:

@@ -131,7 +131,12 @@ class NeutronDhcp:
     def list_dhcp_agents(self) -> list[Agent]:
         """Every DHCP agent."""
         raw = self._get("/agents", "agents", "list DHCP agents", [("agent_type", DHCP_AGENT_TYPE)])
-        return [translate.agent_from_dict(a) for a in raw if a.get("agent_type") == DHCP_AGENT_TYPE]
+        agents = [
+            translate.agent_from_dict(a) for a in raw if a.get("agent_type") == DHCP_AGENT_TYPE
+        ]
+        if not agents:
+            self._cloud.check_scheduler_access("dhcp-networks", "DHCP")
+        return agents
 
     def read_dhcp_snapshot(self) -> DhcpSnapshot:
         """Agents (split by type), networks, bindings per DHCP agent (concurrently), ports."""
@@ -142,6 +147,8 @@ class NeutronDhcp:
             for a in raw_agents
             if a.get("agent_type") == DHCP_AGENT_TYPE
         ]
+        if not agents:
+            self._cloud.check_scheduler_access("dhcp-networks", "DHCP")
         others = tuple(
             OtherAgent(str(a["id"]), str(a.get("host") or ""), str(a.get("agent_type") or ""))
             for a in raw_agents
