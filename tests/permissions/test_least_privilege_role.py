@@ -239,3 +239,33 @@ def re_rules(page: str) -> list[str]:
     """The rule names in the page's table (its second column, in backquotes)."""
     rows = [line for line in page.splitlines() if line.startswith("| `")]
     return [name for row in rows for name in row.split("|")[2].replace("`", " ").split()]
+
+
+def test_a_read_only_recipe_serves_check_and_refuses_moves(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The monitoring account of docs/permissions.md: the recipe without its writes."""
+    writes = ("update_agent", "create_", "delete_")
+    reads = {name: rule for name, rule in recipe().items() if not name.startswith(writes)}
+    policy = tmp_path / "read-only-policy.yaml"
+    policy.write_text(yaml.safe_dump(reads), encoding="utf-8")
+    server = policed_server(neutron_python(), tmp_path_factory.mktemp("neutron-ro"), policy)
+    try:
+        server.start()
+        with RoleProxy(server.url, "admin-project", ["admin"]) as proxy:
+            admin = Api(proxy.url)
+            source, _other = new_agent(admin, "ro-net-1"), new_agent(admin, "ro-net-2")
+            router = new_router(admin, "ro-router", "tenant-a")
+            bind(admin, source, router)
+            with RoleProxy(server.url, "ops", ["l3ha"]) as reader:
+                checked = l3ha(reader, tmp_path, "check")
+                drained = l3ha(reader, tmp_path, "drain", "ro-net-1", "--no-wait")
+            assert routers_on(admin, source) == {router}
+            assert admin.agent(source)["admin_state_up"] is True
+    finally:
+        server.stop()
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("L3HA OK"), checked.stdout
+    assert drained.returncode == 1, drained.stdout + drained.stderr
+    assert "rule:delete_l3-router is disallowed by policy" in drained.stdout  # the move failed
+    assert "left enabled" in drained.stderr
