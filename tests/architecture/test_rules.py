@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "l3ha"
 
@@ -90,3 +92,10 @@ def test_make_test_runs_lint() -> None:
     lint_recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert lint_recipe is not None
     assert "ruff check" in lint_recipe.group(1) and "mypy" in lint_recipe.group(1)
+
+
+def test_no_import_cycles_in_the_emulator_and_the_cli() -> None:
+    """Among the modules of each package, imports run one way (type-only imports count)."""
+    graph = grimp.build_graph("l3ha", exclude_type_checking_imports=False)
+    for package in ("l3ha.emulator", "l3ha.cli"):
+        assert graph.nominate_cycle_breakers(package) == set(), package

@@ -146,7 +146,7 @@ class EmulatorBackend:
     def router_with_usage(self, interfaces: int, floating_ips: int) -> str:
         """A router with ``interfaces`` interface ports and ``floating_ips`` floating IPs, put
         into the emulated world directly (the emulator has no API to create networks)."""
-        from l3ha.emulator.world import OWNER_GATEWAY, OWNER_INTERFACE
+        from l3ha.emulator.records import OWNER_GATEWAY, OWNER_INTERFACE
 
         emu = self.emulator
         with emu.world.lock:

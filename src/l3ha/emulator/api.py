@@ -28,8 +28,9 @@ from l3ha.emulator.http_types import (
     resource_body,
 )
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
+from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import AgentRec, NetworkRec, RouterRec, World
+from l3ha.emulator.world import World
 
 Doc = dict[str, Any]
 
@@ -88,9 +89,9 @@ class NeutronApi:
         self.clock = clock
         self.public = public
         self.routers = RouterApi(self)
-        self.resources = ResourceApi(self)
         self.dhcp = DhcpApi(self)
         self.subnets = SubnetApi(self)
+        self.resources = ResourceApi(self, self.dhcp, self.subnets)
 
     # --- entry ----------------------------------------------------------------
 

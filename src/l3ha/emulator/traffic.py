@@ -27,8 +27,9 @@ import random
 
 from l3ha.clock import Clock
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.records import BUSY_WEIGHT, RouterRec
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import BUSY_WEIGHT, RouterRec, World
+from l3ha.emulator.world import World
 
 QUIET_RATE = (8_000.0, 12_000.0)  # bytes per second
 BUSY_FACTOR = (15.0, 100.0)  # times the quiet base rate (10 kB/s)
