@@ -1,6 +1,8 @@
-"""The Neutron v2.0 DHCP agent scheduler shims, network creation and DHCP port docs. Pure.
+"""The Neutron v2.0 DHCP agent scheduler shims, network creation and DHCP port docs.
 
-Part of the emulator's API (see ``api``); handlers run under ``world.lock``. Codes and
+No I/O, but not pure: handlers read the emulator's clock (timestamps) and change the world
+and the simulation (bindings, networks, DHCP ports). Part of the emulator's API (see
+``api``); handlers run under ``world.lock``. Codes and
 bodies follow neutron 29 (neutron/extensions/dhcpagentscheduler.py,
 neutron/db/agentschedulers_db.py), checked by the contract suite against the real server:
 
