@@ -8,14 +8,16 @@ another group gets that one passed in, so none of them imports ``api``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from l3ha.clock import Clock
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import Request
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 
 class ApiCore(Protocol):

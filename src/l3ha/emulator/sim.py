@@ -39,9 +39,8 @@ import heapq
 import itertools
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from l3ha.clock import Clock
 from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.records import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec
@@ -52,6 +51,9 @@ from l3ha.emulator.sim_failover import NeutronFailover
 from l3ha.emulator.sim_schedule import RouterScheduler
 from l3ha.emulator.sim_vrrp import VrrpModel
 from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from l3ha.clock import Clock
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.records import AgentRec, Replica, RouterRec
 from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 
 class SimCore(Protocol):
