@@ -91,7 +91,8 @@ def test_make_test_runs_lint() -> None:
     assert "lint" in test_target.group(1).split()
     lint_recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert lint_recipe is not None
-    assert "ruff check" in lint_recipe.group(1) and "mypy" in lint_recipe.group(1)
+    recipe = lint_recipe.group(1)
+    assert "ruff check" in recipe and "mypy" in recipe and "lint-imports" in recipe
 
 
 def test_no_import_cycles_in_the_emulator_and_the_cli() -> None:
