@@ -81,11 +81,6 @@ class EmulatedCloud:
         return {"OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": self.name}
 
 
-def config(**settings: Any) -> EmulatorConfig:
-    """An ``EmulatorConfig`` from keyword settings (an unknown one is a TypeError)."""
-    return EmulatorConfig(**settings)
-
-
 @contextlib.contextmanager
 def emulated_cloud(
     clock: Clocking | str | ManualClock = Clocking.MANUAL,
@@ -97,14 +92,14 @@ def emulated_cloud(
     **settings: Any,
 ) -> Iterator[EmulatedCloud]:
     """A started emulated cloud, stopped when the block ends (see the module docstring)."""
-    clocking = Clocking.MANUAL if isinstance(clock, ManualClock) else Clocking(clock)
-    if server and clocking is Clocking.MANUAL:
+    if isinstance(clock, ManualClock):
+        manual: ManualClock | None = clock
+    else:
+        manual = ManualClock() if Clocking(clock) is Clocking.MANUAL else None
+    if server and manual is not None:
         raise ValueError("an emulator served by another process runs on the real clock")
-    manual = clock if isinstance(clock, ManualClock) else ManualClock()
     started = (
-        _served(workdir, name, settings)
-        if server
-        else _in_process(manual if clocking is Clocking.MANUAL else None, workdir, name, settings)
+        _served(workdir, name, settings) if server else _in_process(manual, workdir, name, settings)
     )
     with started as cloud, _variables(environ, cloud.environ()):
         yield cloud
@@ -114,7 +109,7 @@ def emulated_cloud(
 def _in_process(
     clock: ManualClock | None, workdir: Path | None, name: str, settings: dict[str, Any]
 ) -> Iterator[EmulatedCloud]:
-    with Emulator(config(**settings), clock=clock) as emu:
+    with Emulator(EmulatorConfig(**settings), clock=clock) as emu:
         path = None if workdir is None else emu.write_clouds_yaml(workdir / "clouds.yaml", name)
         yield EmulatedCloud(emu.url, name, path, emu)
 
