@@ -13,8 +13,8 @@ agent gets a grace period that grows with the routers it
 hosts (rule 8); a DEAD agent whose data plane still answers is PARTITIONED and
 never acted on (``mark_partitioned``).
 
-The fleet gates (``fleet_gate``) freeze every automatic move and say why
-(rule 9):
+The fleet gates (``fleet_halts``: every gate that holds, most telling first) freeze
+every automatic move while any holds, and say why (rule 9):
 
 - many agents *late* at once, in the fleet or in one availability zone: the
   fault is in the control plane, not the agents (rules 1, 2). An agent is late
@@ -343,14 +343,6 @@ def summarize(verdict_of: Mapping[str, Verdict]) -> dict[str, int]:
 
 
 # --- gates ---------------------------------------------------------------------------
-
-
-def fleet_gate(
-    state: HealthState, verdict_of: Mapping[str, Verdict], now: float, policy: HealthPolicy
-) -> Halt | None:
-    """The first of ``fleet_halts``: a Halt when acting now would be unsafe, else None."""
-    halts = fleet_halts(state, verdict_of, now, policy)
-    return halts[0] if halts else None
 
 
 def fleet_halts(

@@ -25,7 +25,6 @@ from l3ha.health import (
     Verdict,
     api_fleet_gate,
     dead_candidates,
-    fleet_gate,
     fleet_halts,
     mark_partitioned,
     observe,
@@ -191,7 +190,7 @@ def test_disabled_agent_is_not_judged_dead_nor_counted_by_the_gate() -> None:
         state = observe(state, agents, float(t), POLICY)  # nobody's heartbeat ever changes
     v = verdicts(state, agents, 290.0, POLICY)
     assert [v[f"a{i}"] for i in range(3)] == [Verdict.DISABLED] * 3
-    halt = fleet_gate(state, v, 290.0, POLICY)
+    halt = next(iter(fleet_halts(state, v, 290.0, POLICY)), None)
     assert halt is not None and "2 of 2 agents" in halt.message  # disabled ones not counted
 
 
@@ -225,7 +224,7 @@ def test_partitioned_agents_still_count_towards_a_broad_outage() -> None:
     sim = fleet(5, silences=silence(["n00", "n01", "n02"], 50.0))
     last = sim.run(300)[-1]
     marked = mark_partitioned(last.verdicts, {"n00", "n01", "n02"})
-    halt = fleet_gate(last.state, marked, last.t, POLICY)
+    halt = next(iter(fleet_halts(last.state, marked, last.t, POLICY)), None)
     assert halt is not None and halt.reason == HaltReason.CONTROL_PLANE_SUSPECT
 
 
@@ -250,7 +249,7 @@ def test_fraction_gate(agents: int, silent: int, halts: bool) -> None:
     sim = fleet(agents)
     sim.silences = silence([f"n{i:02d}" for i in range(silent)], 60.0)
     last = sim.run(400)[-1]
-    halt = fleet_gate(last.state, last.verdicts, last.t, POLICY)
+    halt = next(iter(fleet_halts(last.state, last.verdicts, last.t, POLICY)), None)
     assert (halt is not None) == halts
     assert sum(v == Verdict.DEAD for v in last.verdicts.values()) == silent
     if halts:

@@ -80,9 +80,9 @@ def register(sub: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     from l3ha.checks import run_check
-    from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.common import load_weight_policy, read_weighed_world
     from l3ha.cli.output import emit_document
-    from l3ha.cli.weighing import check_offline, measure_options, read_weighed_world
+    from l3ha.cli.weighing import check_offline, measure_options
 
     weights = load_weight_policy(args)
     measure_options(args)  # bad input exits 2 with its one-line error, before any read

@@ -1,6 +1,7 @@
 """The ``l3ha`` entry point: builds the argument parser and turns errors into exit codes.
 
-I/O: reads argv, writes to stdout/stderr. Every module in ``l3ha.cli`` that
+I/O: reads argv, writes to stdout/stderr, and reads the journal (SQLite in the state
+directory) to note an operation a crash cut short. Every module in ``l3ha.cli`` that
 defines ``register(subparsers)`` contributes its commands; each command sets
 ``func`` (taking the parsed namespace, returning an exit code). Modules import
 heavy libraries inside their command functions, so ``l3ha --help`` stays fast.
