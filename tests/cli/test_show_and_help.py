@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.cli.conftest import CLOUD
 
 from l3ha.cli.main import main
 from l3ha.cloud.adapter import connect
 from l3ha.emulator import Emulator
+from l3ha.emulator.server import CLOUD_NAME as CLOUD
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
