@@ -70,7 +70,7 @@ def _outage(seconds: float | None, digits: int) -> float | str | None:
 
 def rows(report: RollingReport, *, table: bool) -> list[dict[str, Any]]:
     """One row per host; for a table the columns that say something ("n/a": not probed)."""
-    if report.dry_run:
+    if report.dry_run and table:
         planned = [
             {"host": h.host, "status": h.status, "would_move": h.moved_out} for h in report.hosts
         ]
