@@ -119,8 +119,9 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except L3haError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted\n")
+    except KeyboardInterrupt as exc:  # on a line of its own, after any progress bar
+        detail = str(exc) or "interrupted"
+        sys.stderr.write(f"\n{PROG}: {detail}\n" if sys.stderr.isatty() else f"{PROG}: {detail}\n")
         return 130
     return int(code or 0)
 

@@ -14,7 +14,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, MoveOutcome, RunResult, snapshot_candidates
+from l3ha.executor import (
+    AgentChange,
+    AgentChangeOutcome,
+    MoveOutcome,
+    RunResult,
+    snapshot_candidates,
+)
 from l3ha.journal import OperationRecord
 from l3ha.model import Agent, MoveKind, Plan, Snapshot
 from l3ha.operations.context import OperationContext
@@ -148,12 +154,14 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         admin_state_up=True,
         description="" if agent.description.startswith(DRAIN_MARK) else None,
     )
-    enabled = ctx.executor(request.execution).change_agent(change)
+    enabled = ctx.executor(request.execution).change_agent(change, agent)
     steps: list[Step] = [AgentChanged(enabled)]
     if not enabled.ok:
         ctx.notify(f"agent {agent.host} could not be enabled: {enabled.detail}")
         return ActionResult(request.action, tuple(steps))
-    if not request.dry_run:
+    if enabled.outcome is AgentChangeOutcome.UNCHANGED:
+        ctx.notify(f"agent {agent.host} is not drained (enabled, no drain mark): nothing to undo")
+    elif not request.dry_run:
         ctx.notify(f"agent {agent.host} enabled")
     if not request.rebalance_after:
         return ActionResult(request.action, tuple(steps))
