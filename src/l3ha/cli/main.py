@@ -56,7 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more logging: every Neutron API request (method, path, status, ms); -vv: all",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="all debug logging (as -vv), API requests included"
+    )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(l3ha.cli.__path__), key=lambda m: m.name):
         if info.name == "main":
@@ -104,10 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging(args.verbose + 2 * args.debug)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -124,6 +130,16 @@ def _run_command(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"\n{PROG}: {detail}\n" if sys.stderr.isatty() else f"{PROG}: {detail}\n")
         return 130
     return int(code or 0)
+
+
+def _configure_logging(verbosity: int) -> None:
+    """Warnings only; ``-v``: info and each API request (``l3ha.api``); ``-vv``: debug."""
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(verbosity, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if verbosity:
+        logging.getLogger("l3ha.api").setLevel(logging.DEBUG)
 
 
 def _reader_gone() -> int:
