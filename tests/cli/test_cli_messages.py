@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.conftest import small_config
 
 import l3ha.operations
 from l3ha.cli.main import main
+from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
+from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.emulator import Emulator
 from l3ha.executor import MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.model import Move, MoveKind
@@ -131,3 +134,18 @@ def test_the_summary_counts_routers_not_moves() -> None:
     result = RunResult("drain", replaced)
     assert result.counts()["moved"] == 2
     assert result.summary_rows() == [{"outcome": "moved", "routers": 2}]
+
+
+def test_evacuating_a_dhcp_agent_says_it_is_one_and_names_the_dhcp_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Emulator(small_config(dhcp_agents=2, networks=2), clock=ManualClock()) as emu:
+        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(emu.write_clouds_yaml(tmp_path / "c.yaml")))
+        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
+        dhcp = NeutronDhcp(connect()).list_dhcp_agents()[0].id
+        assert main(["evacuate", dhcp]) == 2
+        err = _one_line(capsys)
+        assert f"agent {dhcp!r} is a DHCP agent, not an L3 agent" in err
+        assert f"for its networks: 'l3ha dhcp evacuate {dhcp}'" in err
+        assert main(["evacuate", "0000ffff-0000-4000-8000-000000000000"]) == 2
+        assert "no L3 agent with host or id" in _one_line(capsys)  # no agent at all

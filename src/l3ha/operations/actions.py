@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from l3ha.errors import SafetyHaltError
+from l3ha.errors import NotFoundError, SafetyHaltError
 from l3ha.executor import (
     AgentChange,
     AgentChangeOutcome,
@@ -23,7 +23,7 @@ from l3ha.executor import (
 )
 from l3ha.journal import OperationRecord
 from l3ha.model import Agent, MoveKind, Plan, Snapshot
-from l3ha.operations.context import OperationContext
+from l3ha.operations.context import OperationContext, agent_of_another_kind
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
@@ -52,7 +52,10 @@ def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         Action.REPAIR: repair,
         Action.HA_REPAIR: ha_repair,
     }
-    return handlers[request.action](ctx, request)
+    try:
+        return handlers[request.action](ctx, request)
+    except NotFoundError as exc:  # perhaps the agent is of another kind: say which
+        raise agent_of_another_kind(ctx, request.agent, request.action.value) or exc from exc
 
 
 def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
