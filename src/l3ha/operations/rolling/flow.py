@@ -1,9 +1,12 @@
-"""Rolling maintenance, host by host: drain, run, prove stable, canary, restore. I/O: cloud,
-journals, a child process per host, the probe (all through the modules it calls).
+"""Rolling maintenance, host by host: drain, upgrade, prove stable, canary, restore. I/O:
+cloud, journals, a child process per host, the probe (all through the modules it calls),
+and the operator's answer at a ``--pause`` (through ``ask_continue``).
 
 ``run_rolling`` takes the hosts one at a time, in the order given; for each
 it drains every participant present on it (its L3 agent, its DHCP agent
-when it has one), runs the command, waits until every
+when it has one), takes the upgrade step (runs the command; or waits until
+the operator says continue, a stop there stopping the run with the host
+drained; or, in a rehearsal, nothing), waits until every
 participant's agent has been continuously alive for ``--stable-for``,
 passes each one's canary, and only then restores it. Each step is recorded
 in the rolling journal before it acts and after; ``--resume`` continues a
