@@ -247,3 +247,19 @@ def test_no_run_rehearses_drain_proof_and_restore_without_a_probe(
         phases = [s.key.label for s in r.steps()]
         assert phases == ["drain l3", "stable l3", "canary l3", "restore l3"]
         assert r.agent("net-1").admin_state_up and r.routers_on("net-1")
+
+
+def test_a_reader_of_stderr_going_away_does_not_stop_the_run_half_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rollout(tmp_path, monkeypatch) as r:
+        child = subprocess.Popen([*r.command(), "--hosts", "net-1", "--no-run"], env=r.env,
+                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL)  # fmt: skip
+        assert child.stderr is not None
+        child.stderr.close()  # '2>&1 | head': the progress lines have nowhere to go
+        out, _ = child.communicate(timeout=180)
+        assert child.returncode == 0, out
+        assert "net-1  done" in out
+        assert r.agent("net-1").admin_state_up and r.routers_on("net-1")
+        assert {s.status.value for s in r.steps()} == {"done"}

@@ -145,15 +145,23 @@ CONTINUE = ("continue", "c", "yes", "y")
 STOP = ("stop", "s", "no", "n")
 
 
+def _to_stderr(line: str) -> None:
+    """A progress line. A reader of stderr that went away (``2>&1 | head``) must not stop a
+    run half way with a host drained: the run goes on, and the journal keeps every line."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
+        pass
+
+
 def _say(text: str) -> None:
-    sys.stderr.write(f"l3ha: {text}\n")
-    sys.stderr.flush()
+    _to_stderr(f"l3ha: {text}\n")
 
 
 def _output_line(text: str) -> None:
     """A line of a host's command output (stderr: stdout carries only the summary)."""
-    sys.stderr.write(f"  {text}\n")
-    sys.stderr.flush()
+    _to_stderr(f"  {text}\n")
 
 
 def _ask_continue(host: str) -> bool:
@@ -162,8 +170,7 @@ def _ask_continue(host: str) -> bool:
     _say(f"{host} is drained: do its maintenance, then answer 'continue' (or 'stop')")
     while True:
         if terminal:
-            sys.stderr.write(f"continue with {host}? [continue/stop] ")
-            sys.stderr.flush()
+            _to_stderr(f"continue with {host}? [continue/stop] ")
         line = sys.stdin.readline()
         if not line:
             return False
