@@ -47,6 +47,8 @@ def _all_enabled(emu: Emulator) -> bool:
         (["--hosts", "net-1", "--pause", "--shell"], "--shell goes with --run"),
         (["--hosts", "net-1", "--run", "ssh 'net-1"], "cannot be split"),
         (["--hosts", "net-1", "--no-run", "--max-outage", "5"], "--max-outage needs probe"),
+        (["--hosts", "net-1", "--no-run", "--max-outage", "5", "--dry-run"], "needs probe"),
+        (["--hosts", "net-1", "--no-run", "--probe-routers", "x", "--dry-run"], "is not 'tcp:"),
         (["--hosts", "net-1", "--no-run", "--no-wait"], "always waits for the ports"),
         (["--hosts", "net-1", "--no-run", "--probe-routers", "udp:5"], "is not 'tcp:PORT' or"),
         (["--resume"], "no rolling run recorded"),

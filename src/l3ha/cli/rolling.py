@@ -240,15 +240,15 @@ def run_rolling_command(args: argparse.Namespace) -> int:
     cloud = open_cloud(args)  # every check before anything is written
     snapshot = session.check_hosts(cloud, request.hosts)
     hooks = session.Hooks(_say, _output_line, _ask_continue)
-    if args.dry_run:
-        return _finish(args, session.execute(cloud, request, None, shape, hooks))
-    guard = session.traffic_guard(
+    guard = session.traffic_guard(  # checked in a dry run too: it refuses what the run would
         snapshot,
         list(collect_targets(args)) if _wants_targets(args) else [],
         _router_probe(args.probe_routers),
         request,
         (args.probe_interval, args.probe_timeout),
     )
+    if args.dry_run:
+        return _finish(args, session.execute(cloud, request, None, shape, hooks))
     if args.output is not None:
         prepare_output(args.output)
     report = session.execute(
