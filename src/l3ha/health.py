@@ -65,6 +65,10 @@ class Verdict(StrEnum):
     PARTITIONED = "partitioned"  # would be dead, but its data plane still answers
 
 
+#: Verdicts that call for no one's attention (logged at INFO, not WARNING).
+CALM_VERDICTS = frozenset({Verdict.ALIVE, Verdict.OBSERVING})
+
+
 # --- policy --------------------------------------------------------------------------
 
 _OPTION_OF = {

@@ -46,7 +46,7 @@ from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
-from l3ha.health import HealthPolicy, Verdict, summarize
+from l3ha.health import CALM_VERDICTS, HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal
 from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
@@ -57,7 +57,6 @@ log = logging.getLogger("l3ha.watch")
 
 #: Verdicts that count as a disrupted agent for the move budget's lower rate.
 _DISRUPTED = frozenset({Verdict.DEAD, Verdict.SUSPECT, Verdict.PARTITIONED})
-_UNREMARKABLE = frozenset({Verdict.ALIVE, Verdict.OBSERVING})  # verdicts logged at INFO
 
 
 @dataclass
@@ -311,7 +310,7 @@ class Watcher:
                 if before is not verdict:
                     event(
                         "verdict",
-                        logging.INFO if verdict in _UNREMARKABLE else logging.WARNING,
+                        logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
                         agent=hosts.get(agent_id, agent_id),
                         verdict=verdict.value,
                         was=before.value if before else None,
