@@ -99,3 +99,18 @@ def test_usage_errors_exit_3_unknown_as_nagios_plugins_do(
     with pytest.raises(SystemExit) as other:
         main(["agent", "list", "--bogus"])  # every other command: still 2
     assert other.value.code == 2
+
+
+def test_a_cleanly_stopped_daemon_is_ok_and_a_warning_only_when_expected(
+    snapshot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from l3ha.daemon.status import stopped_document, write_status
+
+    state = tmp_path / "watch-state"
+    write_status(state, stopped_document(None, member="local", stopped=1000.0, interval=10.0))
+    argv = ["check", "--snapshot", str(snapshot_file), "--state-dir", str(state)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("L3HA OK - ") and "'l3ha watch' stopped cleanly at 1970-01-01" in out
+    assert main([*argv, "--expect-daemon"]) == 1
+    assert capsys.readouterr().out.startswith("L3HA WARNING - 'l3ha watch' stopped cleanly")
