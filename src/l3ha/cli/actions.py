@@ -16,7 +16,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from l3ha.cli.argtypes import positive_float, positive_int
+from l3ha.cli.argtypes import existing_directory, positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
@@ -42,10 +42,11 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 32
 
 
-def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
-    """``--state-dir``: where the journal lives."""
+def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
+    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
     parser.add_argument(
         "--state-dir",
+        type=existing_directory if existing else str,
         metavar="DIR",
         help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
     )
@@ -182,7 +183,7 @@ def register(sub: Any) -> None:
         description="List the operations and moves recorded in the journal, newest first.",
     )
     p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
-    add_state_dir_option(p)
+    add_state_dir_option(p, existing=True)
     add_format_options(p)
     p.set_defaults(func=_run_history)
 
@@ -248,6 +249,7 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.progress import MoveCount
     from l3ha.cli.weighing import measure_options, weigh
     from l3ha.clock import SystemClock
     from l3ha.operations import OperationContext, run_action
@@ -257,9 +259,13 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     cloud = open_cloud(args)
     request = replace(request, weights=weigh(args, request.weights, cloud))
     needs_journal = not request.dry_run or _journal_exists(args)  # a dry run creates none
+    moves = MoveCount(_progress_printer())
     with open_journal(args) if needs_journal else nullcontext() as journal:
-        ctx = OperationContext(cloud, journal, SystemClock(), _say, _progress_printer())
-        result = run_action(ctx, request)
+        ctx = OperationContext(cloud, journal, SystemClock(), _say, moves)
+        try:
+            result = run_action(ctx, request)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(moves.interrupted(action.value)) from None
     print_steps(result, args.format)
     return result.exit_code
 

@@ -43,10 +43,10 @@ from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.observe import Observer, ProbeSettings, View
 from l3ha.daemon.sdnotify import Notifier
 from l3ha.daemon.settings import WatchSettings
-from l3ha.daemon.status import dhcp_status, status_document, write_status
+from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
-from l3ha.health import HealthPolicy, Verdict, summarize
+from l3ha.health import CALM_VERDICTS, HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal
 from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
@@ -92,6 +92,7 @@ class Watcher:
         self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
         self.dhcp: DhcpWatch | None = None
         self._dhcp_last: DhcpCycle | None = None  # for the status file
+        self._last_status: dict[str, object] | None = None  # the status file's last document
         self._configure(parts.settings)
 
     # --- configuration ----------------------------------------------------
@@ -149,6 +150,7 @@ class Watcher:
                 self.stopping.wait(max(0.0, rest))
         finally:
             self._shutdown()
+        self._write_stopped()  # only a clean stop: a crash leaves the status to go stale
         return 0
 
     def _maybe_reload(self) -> None:
@@ -308,7 +310,7 @@ class Watcher:
                 if before is not verdict:
                     event(
                         "verdict",
-                        logging.WARNING if verdict is not Verdict.ALIVE else logging.INFO,
+                        logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
                         agent=hosts.get(agent_id, agent_id),
                         verdict=verdict.value,
                         was=before.value if before else None,
@@ -348,6 +350,15 @@ class Watcher:
             read_error=view.error,
             dhcp=self._dhcp_document(),
         )
+        self._last_status = document
+        self._save_status(document)
+
+    def _write_stopped(self) -> None:
+        member = self.parts.leadership.member_id if self.parts.leadership else "local"
+        self._save_status(stopped_document(self._last_status, member=member, stopped=time.time(),
+                                           interval=self.settings.interval))  # fmt: skip
+
+    def _save_status(self, document: dict[str, object]) -> None:
         try:
             write_status(self.settings.state_dir, document)
         except OSError as exc:
