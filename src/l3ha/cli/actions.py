@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from l3ha.cli.argtypes import existing_directory, positive_float, positive_int
+from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
@@ -40,6 +41,14 @@ if TYPE_CHECKING:
 #: Moves written at once by a command: enough to keep a Neutron answering in 100 ms
 #: busy at the API rate cap (32 writers x ~4 calls each per 0.4 s ~ 300 calls/s).
 DEFAULT_CONCURRENCY = 32
+
+
+def existing_directory(text: str) -> str:
+    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
+    if not os.path.isdir(text):
+        what = "is not a directory" if os.path.exists(text) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {what}")
+    return text
 
 
 def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:

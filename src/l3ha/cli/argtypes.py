@@ -1,5 +1,4 @@
-"""Argument types for argparse: finite numbers, positive or non-negative; an existing
-directory. Pure, apart from ``existing_directory`` (which looks at the file system).
+"""Argument types for argparse: finite numbers, positive or non-negative. Pure.
 
 A bad value becomes argparse's one-line usage error (exit 2) naming the value.
 """
@@ -8,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 
 
 def finite_float(text: str) -> float:
@@ -59,11 +57,3 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
     return value
-
-
-def existing_directory(text: str) -> str:
-    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
-    if not os.path.isdir(text):
-        what = "is not a directory" if os.path.exists(text) else "does not exist"
-        raise argparse.ArgumentTypeError(f"{text} {what}")
-    return text
