@@ -3,18 +3,18 @@ exits 2 and changes nothing, and an interrupted action says what it did and what
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli.conftest import small_config
 
 import l3ha.operations
 from l3ha.cli.main import main
-from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.emulator import Emulator
+from l3ha.emulator.testing import SMALL, Clocking, emulated_cloud
 from l3ha.executor import MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.model import Move, MoveKind
 
@@ -139,9 +139,9 @@ def test_the_summary_counts_routers_not_moves() -> None:
 def test_evacuating_a_dhcp_agent_says_it_is_one_and_names_the_dhcp_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with Emulator(small_config(dhcp_agents=2, networks=2), clock=ManualClock()) as emu:
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(emu.write_clouds_yaml(tmp_path / "c.yaml")))
-        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
+    with emulated_cloud(
+        Clocking.MANUAL, workdir=tmp_path, environ=os.environ, **SMALL, dhcp_agents=2, networks=2
+    ):
         dhcp = NeutronDhcp(connect()).list_dhcp_agents()[0].id
         assert main(["evacuate", dhcp]) == 2
         err = _one_line(capsys)

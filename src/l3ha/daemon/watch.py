@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -351,18 +352,14 @@ class Watcher:
             dhcp=self._dhcp_document(),
         )
         self._last_status = document
-        self._save_status(document)
+        _save_status(self.settings.state_dir, document)
 
     def _write_stopped(self) -> None:
         member = self.parts.leadership.member_id if self.parts.leadership else "local"
-        self._save_status(stopped_document(self._last_status, member=member, stopped=time.time(),
-                                           interval=self.settings.interval))  # fmt: skip
-
-    def _save_status(self, document: dict[str, object]) -> None:
-        try:
-            write_status(self.settings.state_dir, document)
-        except OSError as exc:
-            event("status_write_failed", logging.ERROR, error=str(exc))
+        document = stopped_document(
+            self._last_status, member=member, stopped=time.time(), interval=self.settings.interval
+        )
+        _save_status(self.settings.state_dir, document)
 
     def _dhcp_document(self) -> dict[str, object] | None:
         done = self._dhcp_last
@@ -422,3 +419,11 @@ def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tup
 
 def _probe_spec(settings: WatchSettings) -> ProbeSpec | None:
     return parse_probe_spec(settings.dataplane_probe) if settings.dataplane_probe else None
+
+
+def _save_status(state_dir: Path, document: dict[str, object]) -> None:
+    """Write the status file; a failure is logged, never fatal."""
+    try:
+        write_status(state_dir, document)
+    except OSError as exc:
+        event("status_write_failed", logging.ERROR, error=str(exc))
