@@ -71,32 +71,35 @@ def run(argv: list[str], *, env: Mapping[str, str] | None = None, timeout: float
     return result.stdout
 
 
-def stop_group(pid: int, grace: float = 10.0, sig: int = signal.SIGTERM) -> bool:
-    """Signal ``pid``'s process group (it leads one), SIGKILL after ``grace``; True if it ran."""
-    if not alive(pid):
-        return False
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-    deadline = time.monotonic() + grace
-    while alive(pid) and time.monotonic() < deadline:
-        reap([pid])
-        time.sleep(0.05)
-    if alive(pid):
+def stop_group(pid: int, grace: float = 10.0) -> bool:
+    """SIGTERM ``pid``'s process group (it leads one), SIGKILL after ``grace``; True if it ran."""
+    return bool(stop_groups([pid], grace))
+
+
+def stop_groups(pids: Iterable[int], grace: float = 10.0) -> list[int]:
+    """SIGTERM every group at once, SIGKILL what is left after ``grace``; the pids that ran."""
+    running = [pid for pid in pids if alive(pid)]
+    for pid in running:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    reap([pid])
-    return True
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    pending = list(running)
+    while pending and time.monotonic() < deadline:
+        reap(pending)
+        time.sleep(0.05)
+        pending = [pid for pid in pending if alive(pid)]
+    kill_now(pending)
+    return running
 
 
 def kill_now(pids: Iterable[int]) -> None:
     """SIGKILL each pid and its group at once (a node that dies)."""
+    pids = list(pids)
     for pid in pids:
         for kill in (os.killpg, os.kill):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(pid, signal.SIGKILL)
-    reap(list(pids))
+    reap(pids)
 
 
 def pids_naming(text: str) -> list[int]:

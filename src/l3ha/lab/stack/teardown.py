@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from l3ha.lab.netns import delete_namespace, list_namespaces, pids_in, terminate
-from l3ha.lab.stack.processes import StateFile, pids_naming, stop_group
+from l3ha.lab.stack.processes import StateFile, pids_naming, stop_groups
 from l3ha.lab.stack.spec import owns_namespace
 
-# Stopped first to last; roles not listed (per-node ones) go first of all.
-SERVICE_ORDER = ("api", "periodic", "rpc", "rabbit", "epmd", "mariadb")
+# Stopped stage by stage after the node processes (roles HOST/ROLE, fab/ROLE).
+SERVICE_STAGES = (("api", "periodic", "rpc"), ("rabbit",), ("epmd", "mariadb"))
 
 
 @dataclass
@@ -30,13 +30,15 @@ class TeardownReport:
     removed_dir: bool = False
 
 
-def _recorded_in_order(directory: Path) -> list[int]:
+def _recorded_in_stages(directory: Path) -> list[list[int]]:
+    """Recorded pids: every node process together, then the services stage by stage."""
     state_file = directory / "stack.json"
     if not state_file.exists():
         return []
     pids = StateFile(state_file).pids
-    nodes = [pid for role, pid in sorted(pids.items()) if role not in SERVICE_ORDER]
-    return nodes + [pids[role] for role in SERVICE_ORDER if role in pids]
+    nodes = [pid for role, pid in pids.items() if "/" in role]
+    services = [[pids[role] for role in stage if role in pids] for stage in SERVICE_STAGES]
+    return [nodes, *services]
 
 
 def _ancestors() -> set[int]:
@@ -55,18 +57,16 @@ def _ancestors() -> set[int]:
 def teardown(directory: Path) -> TeardownReport:
     """Stop and remove everything of the stack in ``directory``; what was done."""
     report = TeardownReport()
-    for pid in _recorded_in_order(directory):
-        if stop_group(pid, grace=10):
-            report.processes.append(pid)
+    for stage in _recorded_in_stages(directory):
+        report.processes += stop_groups(stage, grace=10)
     mine = _ancestors()
     stray = [p for p in pids_naming(str(directory.resolve()) + "/") if p not in mine]
     terminate(stray, grace=5)
     report.processes += stray
     namespaces = [n for n in list_namespaces() if owns_namespace(n)]
-    for namespace in namespaces:
-        inside = [p for p in pids_in(namespace) if p not in mine]
-        terminate(inside, grace=5)
-        report.processes += inside
+    inside = [p for n in namespaces for p in pids_in(n) if p not in mine]
+    terminate(inside, grace=5)
+    report.processes += inside
     for namespace in namespaces:
         delete_namespace(namespace)
     report.namespaces = namespaces
