@@ -68,7 +68,6 @@ class StackLayout:
 
 
 def neutron_conf(spec: StackSpec, layout: StackLayout, ports: Ports) -> str:
-    failover = "true" if spec.neutron_failover else "false"
     return f"""[DEFAULT]
 core_plugin = ml2
 service_plugins = router
@@ -81,7 +80,7 @@ host = l3rs-controller
 state_path = {layout.root / "server"}
 api_paste_config = {layout.etc / "api-paste.ini"}
 agent_down_time = {spec.agent_down_time}
-allow_automatic_l3agent_failover = {failover}
+allow_automatic_l3agent_failover = false
 allow_automatic_dhcp_failover = false
 router_scheduler_driver = neutron.scheduler.l3_agent_scheduler.LeastRoutersScheduler
 l3_ha = false

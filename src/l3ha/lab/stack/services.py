@@ -174,44 +174,27 @@ def migrate_database(python: Path, layout: StackLayout) -> None:
     )
 
 
-def start_servers(
-    python: Path, layout: StackLayout, state: StateFile, ports: Ports, periodic: bool
-) -> None:
-    """neutron-rpc-server, the API (wsgiref) and, for Neutron's own failover, periodic workers."""
-    config = layout.server_config_args()
-    state.record(
-        "rpc",
-        spawn(
-            "rpc",
-            [str(python), neutron_bin(python, "neutron-rpc-server"), *config],
-            layout.logs,
-            env=NEUTRON_ENV,
-        ),
-    )
-    if periodic:
-        state.record(
-            "periodic",
-            spawn(
-                "periodic",
-                [
-                    str(python),
-                    neutron_bin(python, "neutron-periodic-workers"),
-                    *config,
-                ],
-                layout.logs,
-                env=NEUTRON_ENV,
-            ),
-        )
-    state.record(
-        "api",
-        spawn(
-            "api",
-            [str(python), "-P", str(API_SCRIPT), str(layout.etc), str(ports.api)],
-            layout.logs,
-            env=NEUTRON_ENV,
-        ),
-    )
+def _spawn_neutron(python: Path, layout: StackLayout, role: str, argv: list[str]) -> int:
+    return spawn(role, [str(python), *argv], layout.logs, env=NEUTRON_ENV)
+
+
+def start_servers(python: Path, layout: StackLayout, state: StateFile, ports: Ports) -> None:
+    """neutron-rpc-server and the API (wsgiref); returns once the API listens."""
+    rpc = [neutron_bin(python, "neutron-rpc-server"), *layout.server_config_args()]
+    state.record("rpc", _spawn_neutron(python, layout, "rpc", rpc))
+    api = ["-P", str(API_SCRIPT), str(layout.etc), str(ports.api)]
+    state.record("api", _spawn_neutron(python, layout, "api", api))
     wait_for("the Neutron API", lambda: port_open(ports.api), 120)
+
+
+def start_periodic(python: Path, layout: StackLayout, state: StateFile) -> None:
+    """neutron-periodic-workers with allow_automatic_l3agent_failover = True (Neutron's own
+    rescheduler: every agent_down_time / 2 it moves routers off agents dead for 2 x that)."""
+    failover = layout.etc / "failover.conf"
+    failover.write_text("[DEFAULT]\nallow_automatic_l3agent_failover = true\n")
+    argv = [neutron_bin(python, "neutron-periodic-workers"), *layout.server_config_args()]
+    argv += ["--config-file", str(failover)]
+    state.record("periodic", _spawn_neutron(python, layout, "periodic", argv))
 
 
 def check_pymysql(python: Path) -> None:

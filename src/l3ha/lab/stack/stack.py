@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,8 +21,15 @@ from l3ha.lab.stack import services
 from l3ha.lab.stack.configs import StackLayout, ml2_conf, neutron_conf
 from l3ha.lab.stack.fabric import fabric, make_fabric, make_vm
 from l3ha.lab.stack.nodes import Node
-from l3ha.lab.stack.processes import StackError, StateFile, free_ports
-from l3ha.lab.stack.spec import Ports, StackSpec, check_host, clouds_yaml, owns_namespace
+from l3ha.lab.stack.processes import StackError, StateFile, free_ports, stop_groups
+from l3ha.lab.stack.spec import (
+    CLOUD_NAME,
+    Ports,
+    StackSpec,
+    check_host,
+    clouds_yaml,
+    owns_namespace,
+)
 from l3ha.lab.stack.teardown import teardown
 from l3ha.lab.stack.topology import (
     NeutronHttp,
@@ -96,14 +104,45 @@ class Stack:
     def node(self, host: str) -> Node:
         return Node(check_host(self.spec, host), self.spec, self.layout, self.state, self.python)
 
-    def broker_outage(self, seconds: float) -> tuple[float, float]:
-        """Stop RabbitMQ for ``seconds``, start it; (stopped, listening) on the monotonic clock."""
+    def broker_outage(
+        self, seconds: float, late_host: str | None = None, late_by: float = 0.0
+    ) -> tuple[float, float]:
+        """Stop RabbitMQ for ``seconds``, then start it; (stopped, listening), monotonic.
+
+        With ``late_host``, that node's link to the broker stays cut ``late_by`` seconds
+        longer: its agents reconnect after the others, as they do in the field.
+        """
         state = self.state
+        late = self.node(late_host) if late_host else None
+        if late is not None:
+            stop_groups(late.recorded(("relay",)), grace=2)
+            late.forget(("relay",))
         services.stop_rabbit(state)
         stopped = time.monotonic()
         time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
         services.start_rabbit(self.layout, state, self.ports)
-        return stopped, time.monotonic()
+        listening = time.monotonic()
+        if late is not None:
+            time.sleep(late_by)
+            late.start_relay(self.ports)
+        return stopped, listening
+
+    def start_neutron_failover(self) -> None:
+        """Neutron's periodic workers with allow_automatic_l3agent_failover = True."""
+        services.start_periodic(self.python, self.layout, self.state)
+
+    def stop_neutron_failover(self) -> None:
+        pid = self.state.forget("periodic")
+        if pid is not None:
+            stop_groups([pid])
+
+    def watch_command(self, state_dir: Path, *options: str) -> tuple[list[str], dict[str, str]]:
+        """argv and environment of ``l3ha watch`` on this stack, timed like its agents."""
+        argv = [str(Path(sys.executable).parent / "l3ha"), "watch", "--os-cloud", CLOUD_NAME]
+        argv += ["--report-interval", str(self.spec.report_interval)]
+        argv += ["--dead-after", str(self.spec.agent_down_time), "--interval", "1"]
+        argv += ["--state-dir", str(state_dir), *options]
+        return argv, {"OS_CLIENT_CONFIG_FILE": str(self.layout.root / "clouds.yaml")}
 
     def kill_node(self, host: str) -> None:
         self.node(host).kill()
@@ -171,7 +210,9 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     (layout.etc / "ml2_conf.ini").write_text(ml2_conf())
     services.write_paste_config(python, layout)
     services.migrate_database(python, layout)
-    services.start_servers(python, layout, state, ports, periodic=spec.neutron_failover)
+    services.start_servers(python, layout, state, ports)
+    if spec.neutron_failover:
+        services.start_periodic(python, layout, state)
     fab = fabric(state, layout.root)
     make_fabric(fab)
     for host in spec.hosts:

@@ -173,3 +173,18 @@ def unanswered(spec: StackSpec) -> list[str]:
 
 def wait_for_routers(spec: StackSpec, timeout: float) -> None:
     wait_for("every VM to reach its router", lambda: not unanswered(spec), timeout, 1.0)
+
+
+def router_hosts(api: NeutronHttp, router_ids: dict[str, str]) -> dict[str, list[str]]:
+    """Router name -> hosts of the L3 agents hosting it (empty: unhosted)."""
+    return {
+        name: sorted(str(a["host"]) for a in api.get(f"routers/{rid}/l3-agents")["agents"])
+        for name, rid in router_ids.items()
+    }
+
+
+def ports_active_on(api: NeutronHttp, router_id: str, host: str) -> bool:
+    """Every port of the router ACTIVE and bound to ``host`` (HA network ports excepted)."""
+    ports = api.get(f"ports?device_id={router_id}")["ports"]
+    own = [p for p in ports if p["device_owner"] != "network:router_ha_interface"]
+    return bool(own) and all(p["status"] == "ACTIVE" and p["binding:host_id"] == host for p in own)

@@ -42,6 +42,8 @@ class Ovs:
         self.dir.mkdir(parents=True, exist_ok=True)
         if not db.exists():
             run(["ovsdb-tool", "create", str(db), str(OVS_SCHEMA)])
+        for stale in (self.socket, self.dir / "ovsdb-server.ctl", self.dir / "ovs-vswitchd.ctl"):
+            stale.unlink(missing_ok=True)  # left by a killed instance
         self._spawn("ovsdb", [
             "ovsdb-server", str(db), f"--remote=punix:{self.socket}",
             f"--unixctl={self.dir / 'ovsdb-server.ctl'}", "-vconsole:off",
