@@ -8,8 +8,6 @@ so that the next one starts from a healthy cloud. Figures are printed (``-s``).
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ from tests.realstack.conftest import bring_up, needs_stack
 
 from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.reach import Pingers, Reach
+from l3ha.lab.stack.scenario import Watch, heal
 from l3ha.lab.stack.spec import StackSpec
 from l3ha.lab.stack.stack import Stack
 from l3ha.lab.stack.topology import (
@@ -26,7 +25,6 @@ from l3ha.lab.stack.topology import (
     router_hosts,
     unanswered,
     wait_for_agents,
-    wait_for_routers,
 )
 
 pytestmark = needs_stack
@@ -45,45 +43,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def healed(stack: Stack) -> Iterator[None]:
     yield
     heal(stack)
-
-
-def heal(stack: Stack) -> None:
-    """Every node up, every router hosted by a live agent, every VM answered."""
-    for host in stack.spec.hosts:
-        if f"{host}/l3" not in stack.state.pids:
-            stack.revive_node(host)
-    stack.stop_neutron_failover()
-    wait_for_agents(stack.api, stack.spec, 120)
-    routers = stack.state.data["routers"]
-    agents = [str(a["id"]) for a in stack.api.agents("L3 agent")]
-    for index, (name, hosts) in enumerate(sorted(router_hosts(stack.api, routers).items())):
-        if not hosts:
-            agent = agents[index % len(agents)]
-            stack.api.post(f"agents/{agent}/l3-routers", {"router_id": routers[name]})
-    wait_for_routers(stack.spec, 120)
-
-
-class Watch:
-    """``l3ha watch`` on the stack, as a process; stopped with SIGTERM."""
-
-    def __init__(self, stack: Stack, directory: Path) -> None:
-        argv, env = stack.watch_command(directory / "state")
-        import os
-
-        self.log = directory / "watch.log"
-        with open(self.log, "w") as out:
-            self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env}
-            )
-
-    def stop(self) -> str:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(5)
-        return self.log.read_text()
 
 
 def report(title: str, reach: dict[str, Reach], since: float) -> None:
