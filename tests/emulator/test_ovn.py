@@ -1,0 +1,148 @@
+"""The emulator's ML2/OVN mode: nb_cfg liveness, BFD failover, pre-emptive failback,
+graceful moves, the southbound outage, and the data plane that shows each outage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from l3ha.clock import ManualClock
+from l3ha.emulator import Emulator
+from l3ha.emulator.faults import FaultError
+from l3ha.emulator.ovn_world import MoveKind
+
+from .conftest import Http, make
+from .test_dataplane import connects
+
+OVN: dict[str, Any] = {
+    "ovn": True,
+    "ovn_chassis": 3,
+    "routers": 6,
+    "report_interval": 0.5,
+    "agent_down_time": 2.0,
+    "dataplane_listeners": 6,
+}
+
+
+def primary(emu: Emulator, router_id: str) -> str | None:
+    assert emu.ovn is not None
+    return emu.ovn.ovn.gateways[router_id].bound
+
+
+def routers_on(emu: Emulator, chassis: str) -> list[str]:
+    return [rid for rid in emu.world.routers if primary(emu, rid) == chassis]
+
+
+def alive(emu: Emulator) -> dict[str, bool]:
+    status, doc, _ = Http(emu).call("GET", "/v2.0/agents")
+    assert status == 200
+    return {agent["id"]: agent["alive"] for agent in doc["agents"]}
+
+
+def test_only_gateway_agents_are_listed_and_primaries_are_spread(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        assert alive(emu) == {"gw-1": True, "gw-2": True, "gw-3": True}
+        assert sorted(len(routers_on(emu, f"gw-{n}")) for n in (1, 2, 3)) == [2, 2, 2]
+        assert all(d["reachable"] for d in emu.dataplane().values())
+
+
+def test_a_crashed_chassis_reads_dead_after_agent_down_time_not_before(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        emu.faults.kill_chassis("gw-1")
+        emu.advance(1.0)
+        assert alive(emu)["gw-1"] is True  # its last answer is younger than agent_down_time
+        emu.advance(1.5)
+        assert alive(emu) == {"gw-1": False, "gw-2": True, "gw-3": True}
+        emu.faults.revive_chassis("gw-1")
+        emu.advance(0.6)
+        assert alive(emu)["gw-1"] is True
+
+
+def test_crash_fails_over_after_bfd_detection_and_claim(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        victims = routers_on(emu, "gw-1")
+        emu.faults.kill_chassis("gw-1")
+        address = emu.dataplane()[victims[0]]["address"]
+        assert not connects(address)
+        emu.advance(3.4)
+        assert not any(emu.dataplane()[rid]["reachable"] for rid in victims)
+        emu.advance(0.2)
+        assert all(emu.dataplane()[rid]["reachable"] for rid in victims)
+        assert connects(address)
+        assert emu.ovn is not None
+        for rid in victims:
+            (outage,) = emu.ovn.ovn.gateways[rid].outages
+            assert outage.kind == MoveKind.FAILOVER
+            assert outage.end - outage.start == pytest.approx(3.5, abs=0.06)
+            assert primary(emu, rid) != "gw-1"
+
+
+def test_a_returning_chassis_pre_empts_its_routers_back_with_a_second_outage(
+    clock: ManualClock,
+) -> None:
+    with make(clock, **OVN) as emu:
+        victims = routers_on(emu, "gw-1")
+        emu.faults.kill_chassis("gw-1")
+        emu.advance(10)
+        emu.faults.revive_chassis("gw-1")
+        emu.advance(0.1)
+        assert not any(emu.dataplane()[rid]["reachable"] for rid in victims)
+        emu.advance(2)
+        assert emu.ovn is not None
+        for rid in victims:
+            assert primary(emu, rid) == "gw-1"
+            first, second = emu.ovn.ovn.gateways[rid].outages
+            assert first.kind == MoveKind.FAILOVER
+            assert second.kind == MoveKind.FAILBACK
+            assert second.end - second.start == pytest.approx(1.4, abs=0.06)
+
+
+def test_a_priority_change_moves_the_gateway_gracefully(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        router = routers_on(emu, "gw-1")[0]
+        api = Http(emu)
+        status, _, _ = api.call(
+            "PUT", f"/v2.0/agents/gw-2/l3-routers/{router}", {"ha_chassis_priority": 100}
+        )
+        assert status == 200
+        assert primary(emu, router) == "gw-2"
+        assert emu.dataplane()[router]["reachable"] is False
+        emu.advance(1.1)
+        assert emu.dataplane()[router]["reachable"] is True
+        assert emu.ovn is not None
+        (outage,) = emu.ovn.ovn.gateways[router].outages
+        assert outage.kind == MoveKind.GRACEFUL
+        assert outage.end - outage.start == pytest.approx(1.0, abs=0.06)
+
+
+def test_southbound_outage_makes_every_agent_dead_while_gateways_forward(
+    clock: ManualClock,
+) -> None:
+    with make(clock, **OVN) as emu:
+        emu.faults.sb_outage(30)
+        emu.advance(1)
+        assert set(alive(emu).values()) == {False}
+        emu.advance(28)
+        assert set(alive(emu).values()) == {False}
+        assert all(d["reachable"] for d in emu.dataplane().values())
+        emu.advance(2)
+        assert set(alive(emu).values()) == {True}
+        assert emu.ovn is not None
+        assert all(not g.outages for g in emu.ovn.ovn.gateways.values())
+
+
+def test_chassis_faults_need_ovn_mode_and_a_known_chassis(clock: ManualClock) -> None:
+    with make(clock, agents=2, routers=2) as emu, pytest.raises(FaultError, match="OVN mode"):
+        emu.faults.kill_chassis("gw-1")
+    with make(clock, **OVN) as emu, pytest.raises(FaultError, match="unknown chassis"):
+        emu.faults.kill_chassis("gw-9")
+
+
+def test_fault_endpoint_takes_chassis_faults(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        status, _, _ = Http(emu).call(
+            "POST", "/_emulator/faults", {"fault": "kill-chassis", "chassis": "gw-2"}
+        )
+        assert status == 200
+        assert emu.ovn is not None and not emu.ovn.ovn.chassis["gw-2"].running
