@@ -52,6 +52,17 @@ class OvnEmulatorBackend:
         """Let the chassis acknowledge a ping or two (simulated time)."""
         self.emulator.advance(0.5)
 
+    def kill_chassis(self, name: str) -> None:
+        """The chassis crashes; two agent listings a ping interval apart let Neutron's rule
+        see it (its answer two configurations behind and older than agent_down_time)."""
+        self.emulator.faults.kill_chassis(name)
+        for _ in range(2):
+            self.api.get("/v2.0/agents")
+            self.emulator.advance(1.1)
+
+    def revive_chassis(self, name: str) -> None:
+        self.emulator.faults.revive_chassis(name)
+
     def gateway_router(self) -> str:
         """A router with an external gateway on the external network."""
         self._count += 1

@@ -219,6 +219,18 @@ class OvnNeutronBackend:
         for name in self.chassis:
             self.heartbeat(name)
 
+    def kill_chassis(self, name: str) -> None:
+        """The chassis stops answering: its acknowledgement is two configurations behind
+        NB_Global.nb_cfg and an hour old (an nb_cfg change, so Neutron's agent cache sees it)."""
+        nb_cfg = int(self.ovn.nbctl("get", "NB_Global", ".", "nb_cfg").strip())
+        stamp = int((time.time() - 3600) * 1000)
+        self.ovn.sbctl("set", "Chassis_Private", self._private(name), f"nb_cfg={nb_cfg - 2}",
+                       f"nb_cfg_timestamp={stamp}")  # fmt: skip
+
+    def revive_chassis(self, name: str) -> None:
+        """The chassis answers again (ovn-controller acknowledges on connecting)."""
+        self.heartbeat(name)
+
     def heartbeat(self, name: str) -> None:
         """What ovn-controller does: acknowledge NB_Global.nb_cfg, with the time it did."""
         nb_cfg = self.ovn.nbctl("get", "NB_Global", ".", "nb_cfg").strip()

@@ -99,6 +99,21 @@ def test_gateway_chassis_are_listed_as_alive_gateway_agents(ovn: Any) -> None:
     assert agents[chassis]["configurations"]["chassis_name"] == chassis
 
 
+def test_a_chassis_that_stops_answering_reads_dead_and_alive_again(ovn: Any) -> None:
+    victim, other = ovn.new_chassis(), ovn.new_chassis()
+    ovn.heartbeat_all()
+    ovn.kill_chassis(victim)
+    assert alive(ovn, victim, other) == {victim: False, other: True}
+    ovn.revive_chassis(victim)
+    assert alive(ovn, victim, other) == {victim: True, other: True}
+
+
+def alive(ovn: Any, *names: str) -> dict[str, bool]:
+    reply = ovn.api.get("/v2.0/agents")
+    assert reply.status == 200, reply.text
+    return {a["id"]: a["alive"] for a in reply.json()["agents"] if a["id"] in names}
+
+
 def test_a_new_gateway_router_is_scheduled_at_distinct_descending_priorities(ovn: Any) -> None:
     ovn.new_chassis()
     router = ovn.gateway_router()

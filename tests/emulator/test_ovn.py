@@ -3,6 +3,11 @@ graceful moves, the southbound outage, and the data plane that shows each outage
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +18,7 @@ from l3ha.emulator.faults import FaultError
 from l3ha.emulator.ovn_world import MoveKind
 
 from .conftest import Http, make
+from .test_cli import L3HA, run
 from .test_dataplane import connects
 
 OVN: dict[str, Any] = {
@@ -146,3 +152,29 @@ def test_fault_endpoint_takes_chassis_faults(clock: ManualClock) -> None:
         )
         assert status == 200
         assert emu.ovn is not None and not emu.ovn.ovn.chassis["gw-2"].running
+
+
+def test_serve_ovn_lists_gateway_agents_and_takes_chassis_faults(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    argv = [*L3HA, "emulator", "serve", "--port", "0", "--ovn", "--ovn-chassis", "2"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        with urllib.request.urlopen(f"{url}v2.0/agents", timeout=10) as response:
+            agents = json.loads(response.read())["agents"]
+        assert {(a["id"], a["agent_type"]) for a in agents} == {
+            ("gw-1", "OVN Controller Gateway agent"),
+            ("gw-2", "OVN Controller Gateway agent"),
+        }
+        done = run([*L3HA, "emulator", "fault", "kill-chassis", "gw-1", "--url", url], env)
+        assert done.returncode == 0, done.stderr
+        done = run([*L3HA, "emulator", "fault", "kill-chassis", "gw-7", "--url", url], env)
+        assert (done.returncode, done.stderr.strip()) == (
+            2,
+            "l3ha: error: unknown chassis 'gw-7'",
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -104,6 +104,7 @@ class OvnApi:
         return chassis
 
     def _list(self, req: Request) -> Response:
+        self.ovn.ping()
         return ok(
             list_collection(
                 list(self.ovn.ovn.chassis.values()),
@@ -130,6 +131,7 @@ class OvnApi:
 
     def _router_agents(self, req: Request, router_id: str, _sub: str) -> Response:
         gateway = self._gateway(router_id)
+        self.ovn.ping()  # Neutron lists the agents to answer
         agents = []
         for name, priority in gateway.priorities.items():
             chassis = self.ovn.ovn.chassis.get(name)

@@ -99,6 +99,7 @@ class OvnWorld:
         self.gateways: dict[str, Gateway] = {}
         self.nb_cfg = 0
         self.sb_out_until = 0.0
+        self.last_ping: float | None = None
         # Times at which a gateway's state will change (a move ends, BFD notices a crash),
         # for the simulation to wake up at; it drains the list.
         self.wakeups: list[float] = []
@@ -114,12 +115,17 @@ class OvnWorld:
         return now < self.sb_out_until
 
     def ping(self, now: float, wall: float) -> None:
-        """Neutron bumps NB_Global.nb_cfg; each chassis that can, acknowledges it."""
-        self.nb_cfg += 1
+        """What Neutron does on every agent listing (``ping_all_chassis``): bump
+        NB_Global.nb_cfg unless it did within ``max(agent_down_time // 2, 1)`` s; then every
+        running chassis that reaches the southbound database acknowledges the latest one."""
+        interval = max(self.agent_down_time // 2, 1.0)
+        if self.last_ping is None or now >= self.last_ping + interval:
+            self.nb_cfg += 1
+            self.last_ping = now
         if self.sb_out(now):
             return
         for chassis in self.chassis.values():
-            if chassis.running:
+            if chassis.running and chassis.nb_cfg != self.nb_cfg:
                 chassis.nb_cfg = self.nb_cfg
                 chassis.nb_cfg_wall = wall
 
@@ -138,10 +144,13 @@ class OvnWorld:
             chassis.crashed_at = now
             self.wakeups.append(now + self.timings.bfd_detection_time)
 
-    def revive(self, name: str) -> None:
+    def revive(self, name: str, wall: float) -> None:
+        """The chassis restarts; ovn-controller acknowledges the current nb_cfg on connecting."""
         chassis = self.chassis[name]
         chassis.running = True
         chassis.crashed_at = None
+        chassis.nb_cfg = self.nb_cfg
+        chassis.nb_cfg_wall = wall
 
     def bfd_up(self, name: str, now: float) -> bool:
         """Whether the other chassis still see ``name`` up (BFD has not timed out yet)."""

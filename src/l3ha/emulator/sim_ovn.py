@@ -2,8 +2,9 @@
 
 ``OvnSimulation`` owns the ``OvnWorld``: gateway chassis ``gw-1``..``gw-N`` (AZs
 round-robin), every router with a gateway scheduled on up to five of them the way
-Neutron's least-loaded scheduler does (priorities N..1, primaries spread), a ping of
-NB_Global.nb_cfg every ``report_interval`` that running chassis acknowledge, and a step
+Neutron's least-loaded scheduler does (priorities N..1, primaries spread), Neutron's
+ping of NB_Global.nb_cfg on agent listings (``ping``) that running chassis acknowledge,
+routers given a gateway through the API scheduled every ``report_interval``, and a step
 at each time a move ends or BFD notices a crash (and every ``STEP_SECONDS``). Router
 reachability goes through the simulation (``Simulation.gateway_forwards``), so the
 data-plane listeners show each gateway's outages. The L3 agents an ML2/OVN cloud does not
@@ -95,16 +96,18 @@ class OvnSimulation:
 
     def start(self) -> None:
         now = self.sim.clock.monotonic()
-        self.sim.schedule(now + self.cfg.report_interval, self._ping)
+        self.sim.schedule(now + self.cfg.report_interval, self._schedule_new)
         self.sim.schedule(now + STEP_SECONDS, self._step)
         self.refresh()
 
-    def _ping(self) -> None:
-        now = self.sim.clock.monotonic()
-        self.ovn.ping(now, self.sim.clock.wall().timestamp())
+    def _schedule_new(self) -> None:
         for router in self.sim.world.routers.values():
             self.gateway_of(router)
-        self.sim.schedule(now + self.cfg.report_interval, self._ping)
+        self.sim.schedule(self.sim.clock.monotonic() + self.cfg.report_interval, self._schedule_new)
+
+    def ping(self) -> None:
+        """An agent listing: Neutron's ping_all_chassis (see ``OvnWorld.ping``)."""
+        self.ovn.ping(self.sim.clock.monotonic(), self.sim.clock.wall().timestamp())
 
     def _step(self) -> None:
         now = self.sim.clock.monotonic()
@@ -152,7 +155,7 @@ class OvnSimulation:
 
     def revive_chassis(self, name: str) -> None:
         """The chassis returns: it acknowledges nb_cfg again and pre-empts its routers."""
-        self.ovn.revive(name)
+        self.ovn.revive(name, self.sim.clock.wall().timestamp())
         self._wake()
 
     def sb_outage(self, seconds: float) -> None:
