@@ -136,6 +136,20 @@ def test_southbound_outage_makes_every_agent_dead_while_gateways_forward(
         assert set(alive(emu).values()) == {True}
         assert emu.ovn is not None
         assert all(not g.outages for g in emu.ovn.ovn.gateways.values())
+        assert emu.state()["ovn"]["outages"] == {}
+
+
+def test_state_counts_primaries_hosting_and_outages_by_kind(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        emu.faults.kill_chassis("gw-1")
+        emu.advance(10)
+        ovn = emu.state()["ovn"]
+        rows = {c["name"]: c for c in ovn["chassis"]}
+        assert rows["gw-1"]["running"] is False and rows["gw-1"]["primaries"] == 2
+        assert rows["gw-1"]["hosting"] == 0
+        assert rows["gw-2"]["hosting"] + rows["gw-3"]["hosting"] == 6
+        assert ovn["outages"] == {"failover": {"count": 2, "seconds": 7.0}}
+        assert ovn["dark"] == 0 and ovn["sb_outage"] is False
 
 
 def test_chassis_faults_need_ovn_mode_and_a_known_chassis(clock: ManualClock) -> None:

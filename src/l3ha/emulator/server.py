@@ -220,6 +220,7 @@ class Emulator:
                 "dhcp_agents": self.sim.dhcp.agent_rows(now),
                 "dhcp_auto_failover": self.sim.dhcp_failover.counters(),
                 "dataplane_port": self.listeners.port,
+                "ovn": self.ovn.summary() if self.ovn is not None else None,
             }
 
     # --- faults ---------------------------------------------------------------------------------

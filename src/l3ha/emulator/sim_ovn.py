@@ -14,7 +14,7 @@ Callers hold ``world.lock``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.ovn_world import (
@@ -136,6 +136,40 @@ class OvnSimulation:
     def forwards(self, router: RouterRec) -> bool:
         gateway = self.ovn.gateways.get(router.id)
         return gateway is not None and self.ovn.forwards(gateway, self.sim.clock.monotonic())
+
+    def summary(self) -> dict[str, Any]:
+        """The gateway plane for ``/_emulator/state``: chassis, the southbound outage, and
+        each kind of gateway outage so far (count and total seconds)."""
+        now = self.sim.clock.monotonic()
+        primaries = self.primaries()
+        bound: dict[str, int] = {}
+        outages: dict[str, dict[str, float]] = {}
+        for gateway in self.ovn.gateways.values():
+            if gateway.bound is not None:
+                bound[gateway.bound] = bound.get(gateway.bound, 0) + 1
+            for outage in gateway.outages:
+                row = outages.setdefault(outage.kind.value, {"count": 0, "seconds": 0.0})
+                row["count"] += 1
+                row["seconds"] = round(row["seconds"] + outage.end - outage.start, 3)
+        chassis = [
+            {
+                "name": c.name,
+                "host": c.host,
+                "az": c.az,
+                "running": c.running,
+                "alive": self.alive(c),
+                "primaries": primaries.get(c.name, 0),
+                "hosting": bound.get(c.name, 0),
+            }
+            for c in self.ovn.chassis.values()
+        ]
+        dark = sum(1 for g in self.ovn.gateways.values() if not self.ovn.forwards(g, now))
+        return {
+            "chassis": chassis,
+            "sb_outage": self.ovn.sb_out(now),
+            "dark": dark,
+            "outages": outages,
+        }
 
     # --- API changes and faults -----------------------------------------------------------
 
