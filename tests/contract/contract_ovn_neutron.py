@@ -110,6 +110,7 @@ class OvnCentral:
     def start(self) -> None:
         logs = self.root / "log"
         for name, schema, sock in (("nb", "ovn-nb", self.nb), ("sb", "ovn-sb", self.sb)):
+            # pids[0] is the NB server, pids[1] the SB server (restart_sb), pids[2] northd
             db = self.root / f"{name}.db"
             run(["ovsdb-tool", "create", str(db), str(SCHEMAS / f"{schema}.ovsschema")])
             argv = ["ovsdb-server", str(db), f"--remote=punix:{sock}", "--no-chdir"]
@@ -121,6 +122,17 @@ class OvnCentral:
         argv = ["ovn-northd", f"--ovnnb-db=unix:{self.nb}", f"--ovnsb-db=unix:{self.sb}"]
         argv += [f"--unixctl={self.root / 'northd.ctl'}", f"--log-file={logs / 'northd.log'}"]
         self.pids.append(spawn("northd", argv, logs))
+
+    def restart_sb(self, down_s: float) -> None:
+        """Stop the southbound ovsdb-server for ``down_s`` seconds and start it again on the
+        same database and socket."""
+        stop_groups([self.pids[1]], grace=5)
+        time.sleep(down_s)
+        logs = self.root / "log"
+        argv = ["ovsdb-server", str(self.root / "sb.db"), f"--remote=punix:{self.sb}"]
+        argv += ["--no-chdir", f"--unixctl={self.root / 'sb'}.ctl", f"--log-file={logs}/sb.log"]
+        self.pids[1] = spawn("ovsdb-sb", argv, logs)
+        wait_for("the OVN sb database", self.sb.exists, 30)
 
     def nbctl(self, *args: str) -> str:
         return run(["ovn-nbctl", f"--db=unix:{self.nb}", "--no-leader-only", *args])

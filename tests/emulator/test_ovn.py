@@ -132,10 +132,32 @@ def test_southbound_outage_makes_every_agent_dead_while_gateways_forward(
         emu.advance(28)
         assert set(alive(emu).values()) == {False}
         assert all(d["reachable"] for d in emu.dataplane().values())
-        emu.advance(2)
-        assert set(alive(emu).values()) == {True}
+        assert emu.state()["ovn"]["outages"] == {}
+
+
+def test_after_a_southbound_outage_neutron_demotes_one_chassis_everywhere(
+    clock: ManualClock,
+) -> None:
+    with make(clock, **OVN) as emu:
         assert emu.ovn is not None
-        assert all(not g.outages for g in emu.ovn.ovn.gateways.values())
+        before = {rid: primary(emu, rid) for rid in emu.world.routers}
+        emu.faults.sb_outage(30)
+        emu.advance(32)
+        assert set(alive(emu).values()) == {True}
+        groups = [g.priorities for g in emu.ovn.ovn.gateways.values()]
+        demoted = {name for name, priority in groups[0].items() if priority == 0}
+        assert len(demoted) == 1
+        (victim,) = demoted
+        assert all(group[victim] == 0 for group in groups)
+        moved = [rid for rid, chassis in before.items() if chassis == victim]
+        assert len(moved) == 2 and all(primary(emu, rid) != victim for rid in moved)
+        assert emu.state()["ovn"]["outages"] == {"graceful": {"count": 2, "seconds": 2.0}}
+
+
+def test_a_neutron_that_does_not_demote_leaves_every_group_alone(clock: ManualClock) -> None:
+    with make(clock, **OVN, ovn_sb_reconnect_demotes=False) as emu:
+        emu.faults.sb_outage(30)
+        emu.advance(32)
         assert emu.state()["ovn"]["outages"] == {}
 
 

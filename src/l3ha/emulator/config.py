@@ -84,6 +84,9 @@ class EmulatorConfig:
     ovn_claim_time: float = 0.5
     ovn_graceful_move_time: float = 1.0
     ovn_failback_time: float = 1.4
+    # Neutron 29 after a southbound reconnection: one chassis demoted to priority 0 in every
+    # HA chassis group (False: a Neutron that does not).
+    ovn_sb_reconnect_demotes: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""

@@ -161,6 +161,21 @@ class OvnWorld:
             return chassis.running
         return now < chassis.crashed_at + self.timings.bfd_detection_time
 
+    def chassis_created(self, name: str) -> bool:
+        """Neutron's reaction to a gateway Chassis row appearing (a new chassis, or every
+        chassis again when its southbound connection is re-established): one transaction
+        that puts the chassis at ``min - 1`` in every HA chassis group (adding it where it
+        was not). A priority below 0 fails the whole transaction: False, nothing changed."""
+        placed = {}
+        for gateway in self.gateways.values():
+            lowest = min(gateway.priorities.values(), default=HIGHEST_PRIORITY)
+            if lowest - 1 < LOWEST_PRIORITY:
+                return False
+            placed[gateway.router_id] = lowest - 1
+        for router_id, priority in placed.items():
+            self.gateways[router_id].priorities[name] = priority
+        return True
+
     # --- gateways ----------------------------------------------------------------------
 
     def gateway(self, router_id: str) -> Gateway:

@@ -14,6 +14,7 @@ Callers hold ``world.lock``.
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator.config import EmulatorConfig
@@ -46,6 +47,7 @@ class OvnSimulation:
             cfg.ovn_failback_time,
         )
         self.ovn = OvnWorld(timings, cfg.agent_down_time)
+        self.rng = random.Random(cfg.seed)
         world = sim.world
         world.agents.clear()
         world.agents_by_host.clear()
@@ -193,5 +195,23 @@ class OvnSimulation:
         self._wake()
 
     def sb_outage(self, seconds: float) -> None:
-        """The southbound database is out: every gateway agent dead, gateways forward on."""
+        """The southbound database is out: every gateway agent dead, gateways forward on.
+        When it returns Neutron's monitor sees every chassis created again (see
+        ``sb_reconnected``)."""
         self.ovn.sb_out_until = self.sim.clock.monotonic() + seconds
+        self.sim.schedule(self.ovn.sb_out_until, self.sb_reconnected)
+
+    def sb_reconnected(self) -> None:
+        """Neutron's southbound connection is back: with ``ovn_sb_reconnect_demotes`` (what
+        Neutron 29 does) the chassis it handles first lands at ``min - 1`` = 0 in every
+        group, moving the routers it was primary for; the others fail (-1 is out of range)."""
+        if not self.cfg.ovn_sb_reconnect_demotes:
+            return
+        order = sorted(self.ovn.chassis)
+        self.rng.shuffle(order)
+        for name in order:
+            self.ovn.chassis_created(name)
+        now = self.sim.clock.monotonic()
+        for gateway in self.ovn.gateways.values():
+            self.ovn.rebind(gateway, now, MoveKind.GRACEFUL)
+        self.refresh()
