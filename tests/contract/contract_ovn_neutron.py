@@ -31,6 +31,7 @@ from l3ha.lab.stack.processes import (
 )
 from l3ha.lab.stack.services import (
     API_SCRIPT,
+    check_pymysql,
     migrate_database,
     start_mariadb,
     write_paste_config,
@@ -158,6 +159,7 @@ class OvnNeutronServer:
 
     def start(self) -> None:
         began = time.monotonic()
+        check_pymysql(self.python)  # one clear line before anything is started
         scratch = self.layout.root / "tmp"
         for directory in (self.layout.etc, self.layout.logs, self.ovn.root, scratch):
             directory.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ import pytest
 
 from l3ha.clock import ManualClock
 from l3ha.emulator import Emulator
-from l3ha.emulator.faults import FaultError
+from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.faults import FaultError, Step, parse_fault
 from l3ha.emulator.ovn_world import MoveKind
 
 from .conftest import Http, make
@@ -214,3 +215,16 @@ def test_serve_ovn_lists_gateway_agents_and_takes_chassis_faults(tmp_path: Path)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_ovn_mode_refuses_agent_only_settings(clock: ManualClock) -> None:
+    for setting in ("ha_routers", "dvr_routers", "dhcp_agents"):
+        with pytest.raises(ValueError, match=f"^{setting} needs L3 or DHCP agents"):
+            EmulatorConfig(**{**OVN, setting: 1}).validate()
+
+
+def test_a_scenario_naming_an_unknown_chassis_is_refused_up_front(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu, pytest.raises(FaultError, match="unknown chassis 'gw-9'"):
+        emu.schedule_scenario(
+            [Step(1.0, parse_fault({"fault": "kill-chassis", "chassis": "gw-9"}))]
+        )

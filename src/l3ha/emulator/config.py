@@ -133,6 +133,10 @@ class EmulatorConfig:
     def _validate_ovn(self) -> None:
         if self.ovn and self.ovn_chassis <= 0:
             raise ValueError(f"ovn_chassis must be greater than 0, not {self.ovn_chassis}")
+        for name in ("ha_routers", "dvr_routers", "dhcp_agents"):
+            if self.ovn and getattr(self, name):
+                raise ValueError(f"{name} needs L3 or DHCP agents, which an OVN cloud has none "
+                                 "of (ovn)")
         for name in ("ovn_bfd_detection_time", "ovn_claim_time", "ovn_graceful_move_time",
                      "ovn_failback_time"):
             value = getattr(self, name)

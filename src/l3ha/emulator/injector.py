@@ -195,6 +195,11 @@ class FaultInjector:
         for step in steps:
             if "host" in step.fault.args:
                 self.agent(step.fault.args["host"])
+            if (
+                "chassis" in step.fault.args
+                and step.fault.args["chassis"] not in _ovn(self).ovn.chassis
+            ):
+                raise FaultError(f"unknown chassis {step.fault.args['chassis']!r}", status=404)
         with self.world.lock:
             for step in steps:
                 self.sim.schedule(origin + step.at, self._scheduled, step)
