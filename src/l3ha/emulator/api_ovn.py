@@ -199,8 +199,7 @@ class OvnApi:
 
     def _change(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
         body = req.body if isinstance(req.body, dict) else {}
-        inner = body.get("router", body) if isinstance(body.get("router"), dict) else body
-        priority = self._priority(inner)
+        priority = self._priority(body)
         if priority is None:
             return ok(None)
         if agent_id not in self.ovn.ovn.chassis:
