@@ -191,6 +191,7 @@ def _register_serve(sub: Any) -> None:
         "(busy router 10, else 1 or its l3ha:weight=N tag; default 1000)",
     )
     _add_dhcp_options(p)
+    _add_ovn_options(p)
     p.set_defaults(func=serve)
 
 
@@ -249,6 +250,26 @@ def _add_dhcp_options(p: Any) -> None:
     )
 
 
+def _add_ovn_options(p: Any) -> None:
+    ovn = p.add_argument_group("ML2/OVN mode")
+    ovn.add_argument(
+        "--ovn",
+        action="store_true",
+        help="an ML2/OVN cloud: no L3 agents; gateway chassis gw-1..N with nb_cfg heartbeats "
+        "and per-router HA chassis priorities; faults kill-chassis, revive-chassis, sb-outage",
+    )
+    ovn.add_argument(
+        "--ovn-chassis", metavar="N", type=int, default=3, help="gateway chassis (default 3)"
+    )
+    ovn.add_argument(
+        "--ovn-bfd-detection-time",
+        metavar="S",
+        type=non_negative_float,
+        default=3.0,
+        help="seconds before BFD sees a crashed chassis down (default 3)",
+    )
+
+
 def _register_fault(sub: Any) -> None:
     from l3ha.emulator.faults import FAULT_HELP
 
@@ -304,6 +325,9 @@ def _config(args: argparse.Namespace) -> Any:
         dhcp_network_time=args.dhcp_network_time,
         dhcp_concurrency=args.dhcp_concurrency,
         network_auto_schedule=args.network_auto_schedule,
+        ovn=args.ovn,
+        ovn_chassis=args.ovn_chassis,
+        ovn_bfd_detection_time=args.ovn_bfd_detection_time,
         host=args.host,
         port=args.port,
     )

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator import render
+from l3ha.emulator.api_core import AGENTS
 from l3ha.emulator.api_dhcp import DhcpApi
+from l3ha.emulator.api_ovn import OvnApi
 from l3ha.emulator.api_resources import ResourceApi
 from l3ha.emulator.api_routers import RouterApi
 from l3ha.emulator.api_subnets import SubnetApi
@@ -26,7 +28,7 @@ from l3ha.emulator.http_types import (
     ok,
     resource_body,
 )
-from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
+from l3ha.emulator.query import ApiError, bad_request, list_collection
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import World
@@ -35,16 +37,6 @@ if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injec
     from l3ha.clock import Clock
 
 Doc = dict[str, Any]
-
-AGENTS = CollectionSpec(
-    "agents",
-    frozenset({"id", "agent_type", "binary", "topic", "host", "admin_state_up", "alive",
-               "availability_zone", "description"}),
-    sort_keys=frozenset({"id", "host", "agent_type", "binary", "topic", "admin_state_up",
-                         "description", "created_at", "started_at", "heartbeat_timestamp"}),
-    unsortable=frozenset({"alive"}),
-    bool_keys=frozenset({"admin_state_up", "alive"}),
-)
 
 EXTENSIONS = [
     ("agent", "agent", "The agent management extension."),
@@ -94,6 +86,8 @@ class NeutronApi:
         self.dhcp = DhcpApi(self)
         self.subnets = SubnetApi(self)
         self.resources = ResourceApi(self, self.dhcp, self.subnets)
+        # ML2/OVN mode: the gateway chassis' agent and scheduler calls (``api_ovn``).
+        self.ovn: OvnApi | None = None
 
     # --- entry ----------------------------------------------------------------
 
@@ -131,6 +125,8 @@ class NeutronApi:
             ("agents", 2, "PUT"): self._update_agent,
             ("agents", 2, "DELETE"): self._delete_agent,
         }
+        if self.ovn is not None and self.ovn.handles(parts):
+            return self.ovn.route(parts, method)
         key = (parts[0], len(parts), method)
         if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "l3-routers":
             return self._l3_routers_route(len(parts), method)

@@ -12,9 +12,22 @@ from typing import TYPE_CHECKING, Protocol
 
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import Request
+from l3ha.emulator.query import CollectionSpec
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import World
+
+#: Filters and sort keys of ``GET /v2.0/agents`` (L3 and DHCP agents, or OVN gateway agents).
+AGENTS = CollectionSpec(
+    "agents",
+    frozenset({"id", "agent_type", "binary", "topic", "host", "admin_state_up", "alive",
+               "availability_zone", "description"}),
+    sort_keys=frozenset({"id", "host", "agent_type", "binary", "topic", "admin_state_up",
+                         "description", "created_at", "started_at", "heartbeat_timestamp"}),
+    unsortable=frozenset({"alive"}),
+    bool_keys=frozenset({"admin_state_up", "alive"}),
+)
+
 
 if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
     from l3ha.clock import Clock

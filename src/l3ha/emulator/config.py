@@ -75,6 +75,18 @@ class EmulatorConfig:
     # Neutron's router_auto_schedule (default on): an enabled agent's full resync binds
     # unhosted routers to it and tops HA routers up (see ``sim_schedule``).
     router_auto_schedule: bool = True
+    # ML2/OVN mode (``sim_ovn``): no L3 agents; ``ovn_chassis`` gateway chassis gw-1..N,
+    # BFD detection of a crash, the claim after it, a graceful move's and a pre-emptive
+    # failback's outage (seconds, as measured on OVN 23.03; docs/ovn.md).
+    ovn: bool = False
+    ovn_chassis: int = 3
+    ovn_bfd_detection_time: float = 3.0
+    ovn_claim_time: float = 0.5
+    ovn_graceful_move_time: float = 1.0
+    ovn_failback_time: float = 1.4
+    # Neutron 29 after a southbound reconnection: one chassis demoted to priority 0 in every
+    # HA chassis group (False: a Neutron that does not).
+    ovn_sb_reconnect_demotes: bool = True
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
@@ -116,6 +128,20 @@ class EmulatorConfig:
             if not 0 <= getattr(self, name) <= 65535:
                 raise ValueError(f"{name} must be 0..65535, not {getattr(self, name)}")
         self._validate_dhcp()
+        self._validate_ovn()
+
+    def _validate_ovn(self) -> None:
+        if self.ovn and self.ovn_chassis <= 0:
+            raise ValueError(f"ovn_chassis must be greater than 0, not {self.ovn_chassis}")
+        for name in ("ha_routers", "dvr_routers", "dhcp_agents"):
+            if self.ovn and getattr(self, name):
+                raise ValueError(f"{name} needs L3 or DHCP agents, which an OVN cloud has none "
+                                 "of (ovn)")
+        for name in ("ovn_bfd_detection_time", "ovn_claim_time", "ovn_graceful_move_time",
+                     "ovn_failback_time"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number, 0 or more, not {value}")
 
     def _validate_dhcp(self) -> None:
         if not math.isfinite(self.dhcp_network_time) or self.dhcp_network_time < 0:

@@ -34,6 +34,9 @@ FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "api-latency": [("ms", float)],
     "api-outage": [("seconds", float)],
     "split-brain": [("router", str), ("seconds?", float)],
+    "kill-chassis": [("chassis", str)],
+    "revive-chassis": [("chassis", str)],
+    "sb-outage": [("seconds", float)],
 }
 
 #: Which agents of a host stop-agent/start-agent act on (the first is the default).
@@ -58,6 +61,12 @@ FAULT_HELP = {
     "api-latency": "MS: delay every API answer by MS milliseconds",
     "api-outage": "SECONDS: answer every API call with 503",
     "split-brain": "ROUTER [SECONDS]: every live replica of an HA router turns active",
+    "kill-chassis": "CHASSIS: (--ovn) a gateway chassis crashes: no nb_cfg answers, its "
+    "gateways fail over once BFD notices (ovn_bfd_detection_time)",
+    "revive-chassis": "CHASSIS: (--ovn) the chassis returns and pre-empts back every router "
+    "whose highest priority it holds",
+    "sb-outage": "SECONDS: (--ovn) the southbound database is out: every gateway agent "
+    "alive:false, gateways keep forwarding",
 }
 
 

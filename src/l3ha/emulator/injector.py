@@ -25,6 +25,7 @@ from l3ha.emulator.query import ApiError
 from l3ha.emulator.records import DHCP_AGENT, AgentRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.sim_agents import AgentLifecycle
+from l3ha.emulator.sim_ovn import OvnSimulation
 from l3ha.emulator.world import World
 
 STATUS_TYPES = {
@@ -98,6 +99,26 @@ def _api_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
     inj.outage_until = inj.clock.monotonic() + args["seconds"]
 
 
+def _ovn(inj: FaultInjector) -> OvnSimulation:
+    if inj.ovn is None:
+        raise FaultError("this fault needs the emulator's OVN mode (--ovn)")
+    return inj.ovn
+
+
+def _chassis_fault(action: Callable[[OvnSimulation, str], None]) -> Apply:
+    def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
+        ovn = _ovn(inj)
+        if args["chassis"] not in ovn.ovn.chassis:
+            raise FaultError(f"unknown chassis {args['chassis']!r}", status=404)
+        action(ovn, args["chassis"])
+
+    return apply
+
+
+def _sb_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
+    _ovn(inj).sb_outage(args["seconds"])
+
+
 #: Every fault kind and the function that applies it (returning None: echo the fault).
 FAULTS: dict[str, Apply] = {
     "kill-agent": _agent_fault(AgentLifecycle.kill),
@@ -112,6 +133,9 @@ FAULTS: dict[str, Apply] = {
     "api-latency": _api_latency,
     "api-outage": _api_outage,
     "split-brain": _split_brain,
+    "kill-chassis": _chassis_fault(OvnSimulation.kill_chassis),
+    "revive-chassis": _chassis_fault(OvnSimulation.revive_chassis),
+    "sb-outage": _sb_outage,
 }
 assert set(FAULTS) == set(FAULT_ARGS), "every fault kind needs exactly one entry"
 
@@ -128,6 +152,7 @@ class FaultInjector:
         self.error_status = 500
         self.latency_ms = 0.0
         self.outage_until = 0.0
+        self.ovn: OvnSimulation | None = None
 
     def agent(self, host: str) -> AgentRec:
         """The agent on ``host`` (or with that id); FaultError 404 when there is none."""
@@ -170,6 +195,11 @@ class FaultInjector:
         for step in steps:
             if "host" in step.fault.args:
                 self.agent(step.fault.args["host"])
+            if (
+                "chassis" in step.fault.args
+                and step.fault.args["chassis"] not in _ovn(self).ovn.chassis
+            ):
+                raise FaultError(f"unknown chassis {step.fault.args['chassis']!r}", status=404)
         with self.world.lock:
             for step in steps:
                 self.sim.schedule(origin + step.at, self._scheduled, step)
@@ -229,6 +259,15 @@ class FaultInjector:
 
     def api_outage(self, seconds: float) -> None:
         self.fault("api-outage", seconds=seconds)
+
+    def kill_chassis(self, chassis: str) -> None:
+        self.fault("kill-chassis", chassis=chassis)
+
+    def revive_chassis(self, chassis: str) -> None:
+        self.fault("revive-chassis", chassis=chassis)
+
+    def sb_outage(self, seconds: float) -> None:
+        self.fault("sb-outage", seconds=seconds)
 
     def split_brain(self, router_id: str, seconds: float = 3600.0) -> int:
         return int(self.fault("split-brain", router=router_id, seconds=seconds)["active"])

@@ -23,6 +23,7 @@ import yaml
 
 from l3ha.clock import Clock, ManualClock, SystemClock
 from l3ha.emulator.api import NeutronApi
+from l3ha.emulator.api_ovn import OvnApi
 from l3ha.emulator.build import build_world
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.faults import Fault, FaultError, Step, parse_fault
@@ -35,6 +36,7 @@ from l3ha.emulator.query import ApiError
 from l3ha.emulator.records import OWNER_GATEWAY, RouterRec
 from l3ha.emulator.render import ha_view, iso_time
 from l3ha.emulator.sim import Simulation
+from l3ha.emulator.sim_ovn import OvnSimulation
 from l3ha.emulator.traffic import CONTENT_TYPE, TrafficMeter
 
 LOG = logging.getLogger(__name__)
@@ -67,6 +69,11 @@ class Emulator:
         self.keystone = (Keystone(self.cfg.username, self.cfg.password, self.cfg.project_name)
                          if self.cfg.keystone else None)
         self.faults = FaultInjector(self.world, self.sim, self.clock, self.cfg.seed)
+        self.ovn: OvnSimulation | None = None
+        if self.cfg.ovn:
+            self.ovn = OvnSimulation(self.sim, self.cfg)
+            self.api.ovn = OvnApi(self.api, self.ovn)
+            self.faults.ovn = self.ovn
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -82,6 +89,8 @@ class Emulator:
         with self.world.lock:
             self._started_mono = self.clock.monotonic()
             self.sim.start()
+            if self.ovn is not None:
+                self.ovn.start()
         self._spawn(lambda: server.serve_forever(poll_interval=0.05), "emulator-http")
         if not self._manual:
             self._spawn(self._simulate, "emulator-sim")
@@ -211,6 +220,7 @@ class Emulator:
                 "dhcp_agents": self.sim.dhcp.agent_rows(now),
                 "dhcp_auto_failover": self.sim.dhcp_failover.counters(),
                 "dataplane_port": self.listeners.port,
+                "ovn": self.ovn.summary() if self.ovn is not None else None,
             }
 
     # --- faults ---------------------------------------------------------------------------------

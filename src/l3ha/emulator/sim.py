@@ -68,6 +68,8 @@ class Simulation:
         self.clock = clock
         self.ha_net = ha_net
         self.on_reachability: Callable[[RouterRec], None] = lambda router: None
+        # ML2/OVN mode: whether a router's gateway forwards is the OVN model's (sim_ovn).
+        self.gateway_forwards: Callable[[RouterRec], bool] | None = None
         self._events: list[Event] = []
         self._seq = itertools.count()
         self.failover = NeutronFailover(self)
@@ -252,8 +254,14 @@ class Simulation:
 
     def router_forwards(self, router: RouterRec) -> bool:
         """One forwarding copy (HA: at least one master); two legacy copies clash."""
+        if self.gateway_forwards is not None:
+            return self.gateway_forwards(router)
         forwarding = len(self.forwarding_copies(router))
         return forwarding >= 1 if router.ha else forwarding == 1
+
+    def update_reachability(self, router: RouterRec) -> None:
+        """Recompute whether the router is reachable (and tell the listeners if it changed)."""
+        self._update_reachability(router)
 
     def _update_reachability(self, router: RouterRec) -> None:
         reachable = router.admin_state_up and self.router_forwards(router)

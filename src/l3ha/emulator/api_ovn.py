@@ -1,0 +1,232 @@
+"""Neutron 29's ML2/OVN agent and L3 scheduler API over the emulated gateway plane. Pure.
+
+In OVN mode ``/v2.0/agents`` lists gateway chassis as "OVN Controller Gateway agent"
+(id = chassis name, alive by Neutron's nb_cfg rule), ``PUT /v2.0/agents/{id}`` is
+refused, and the scheduler calls read and change HA chassis group priorities with the
+answers Neutron's ``services/ovn_l3/plugin.py`` gives (docs/ovn.md). Handlers run under
+``world.lock``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from l3ha.emulator import render
+from l3ha.emulator.api_core import AGENTS, ApiCore
+from l3ha.emulator.http_types import Request, Response, no_content, not_found_path, ok
+from l3ha.emulator.ovn_world import (
+    GATEWAY_AGENT_TYPE,
+    HIGHEST_PRIORITY,
+    LOWEST_PRIORITY,
+    MAX_GW_CHASSIS,
+    Chassis,
+    Gateway,
+)
+from l3ha.emulator.query import ApiError, bad_request, list_collection
+from l3ha.emulator.sim_ovn import OvnSimulation
+
+Doc = dict[str, Any]
+Handler = Callable[..., Response]
+
+
+def invalid_agent(agent_id: str) -> ApiError:
+    return ApiError(
+        404, "InvalidL3Agent", f"Agent {agent_id} is not a L3 Agent or has been disabled"
+    )
+
+
+def invalid_priority() -> ApiError:
+    return ApiError(
+        400,
+        "InvalidHAChassisPriority",
+        f"HA Chassis priority must be between {LOWEST_PRIORITY} and {HIGHEST_PRIORITY}",
+    )
+
+
+def priority_taken(priority: int) -> ApiError:
+    return ApiError(
+        409,
+        "HAChassisPriorityAlreadyAssigned",
+        f"HA Chassis priority {priority} is already assigned",
+    )
+
+
+class OvnApi:
+    """Handlers for the agent and L3 scheduler calls of an ML2/OVN cloud."""
+
+    def __init__(self, core: ApiCore, ovn: OvnSimulation) -> None:
+        self.core = core
+        self.ovn = ovn
+
+    def handles(self, parts: list[str]) -> bool:
+        if parts[0] == "agents":
+            return True
+        return parts[0] == "routers" and len(parts) == 3 and parts[2] == "l3-agents"
+
+    def route(self, parts: list[str], method: str) -> Handler:
+        table: dict[tuple[str, int, str], Handler] = {
+            ("agents", 1, "GET"): self._list,
+            ("agents", 2, "GET"): self._show,
+            ("agents", 2, "PUT"): self._update_agent,
+            ("agents", 3, "GET"): self._agent_routers,
+            ("agents", 3, "POST"): self._add,
+            ("agents", 4, "PUT"): self._change,
+            ("agents", 4, "DELETE"): self._remove,
+            ("routers", 3, "GET"): self._router_agents,
+        }
+        if parts[0] == "agents" and len(parts) >= 3 and parts[2] != "l3-routers":
+            raise not_found_path()
+        handler = table.get((parts[0], len(parts), method))
+        if handler is None:
+            raise not_found_path()
+        return handler
+
+    # --- agents --------------------------------------------------------------------------
+
+    def agent_doc(self, chassis: Chassis) -> Doc:
+        """What neutron_agent.NeutronAgent.as_dict shows for a gateway chassis."""
+        stamp = datetime.fromtimestamp(chassis.nb_cfg_wall, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return {
+            "binary": "ovn-controller", "host": chassis.host, "heartbeat_timestamp": stamp,
+            "availability_zone": chassis.az, "topic": "n/a", "description": "",
+            "configurations": {"chassis_name": chassis.name,
+                               "bridge-mappings": "physnet1:br-ex"},
+            "start_flag": True, "agent_type": GATEWAY_AGENT_TYPE, "id": chassis.name,
+            "alive": self.ovn.alive(chassis), "admin_state_up": True,
+        }  # fmt: skip
+
+    def chassis(self, agent_id: str) -> Chassis:
+        chassis = self.ovn.ovn.chassis.get(agent_id)
+        if chassis is None:
+            raise ApiError(404, "AgentNotFound", f"Agent {agent_id} could not be found.")
+        return chassis
+
+    def _list(self, req: Request) -> Response:
+        self.ovn.ping()
+        return ok(
+            list_collection(
+                list(self.ovn.ovn.chassis.values()),
+                self.agent_doc,
+                lambda c: c.name,
+                req.params,
+                AGENTS,
+                self.core.collection_url(req),
+            )
+        )
+
+    def _show(self, req: Request, agent_id: str) -> Response:
+        return ok({"agent": self.agent_doc(self.chassis(agent_id))})
+
+    def _update_agent(self, req: Request, agent_id: str) -> Response:
+        self.chassis(agent_id)
+        raise ApiError(400, "BadRequest", "Bad agent request: OVN agent status cannot be updated.")
+
+    # --- scheduler -----------------------------------------------------------------------
+
+    def _gateway(self, router_id: str) -> Gateway:
+        gateway = self.ovn.gateway_of(self.core.router(router_id))
+        return gateway if gateway is not None else Gateway(router_id)
+
+    def _router_agents(self, req: Request, router_id: str, _sub: str) -> Response:
+        gateway = self._gateway(router_id)
+        self.ovn.ping()  # Neutron lists the agents to answer
+        agents = []
+        for name, priority in gateway.priorities.items():
+            chassis = self.ovn.ovn.chassis.get(name)
+            if chassis is not None:
+                agents.append({**self.agent_doc(chassis), "ha_chassis_priority": priority})
+        return ok({"agents": agents})
+
+    def _agent_routers(self, req: Request, agent_id: str, _sub: str) -> Response:
+        if agent_id not in self.ovn.ovn.chassis:
+            raise invalid_agent(agent_id)
+        routers = [
+            self.core.world.routers[g.router_id]
+            for g in self.ovn.ovn.gateways.values()
+            if agent_id in g.priorities and g.router_id in self.core.world.routers
+        ]
+        core = self.core
+        return ok(
+            {
+                "routers": [
+                    render.router_doc(r, core.public, render.router_azs(r), internal=True)
+                    for r in routers
+                ]
+            }
+        )
+
+    def _priority(self, body: Doc) -> int | None:
+        if "ha_chassis_priority" not in body or body["ha_chassis_priority"] is None:
+            return None
+        value = body["ha_chassis_priority"]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad_request(
+                f"Invalid input for ha_chassis_priority. Reason: '{value}' is not an integer."
+            )
+        if not LOWEST_PRIORITY <= value <= HIGHEST_PRIORITY:
+            raise invalid_priority()
+        return value
+
+    def _add(self, req: Request, agent_id: str, _sub: str) -> Response:
+        body = req.body if isinstance(req.body, dict) else {}
+        if "router_id" not in body:
+            raise bad_request(
+                "Failed to parse request. Required attribute 'router_id' not specified"
+            )
+        priority = self._priority(body)
+        gateway = self._gateway(str(body["router_id"]))
+        if agent_id not in self.ovn.ovn.chassis:
+            raise invalid_agent(agent_id)
+        if agent_id in gateway.priorities:
+            raise ApiError(
+                409,
+                "RouterHostedByL3Agent",
+                f"The router {gateway.router_id} has been already hosted by the L3 "
+                f"Agent {agent_id}.",
+            )
+        if priority is not None and priority in gateway.priorities.values():
+            raise priority_taken(priority)
+        if priority is None:
+            priority = min(gateway.priorities.values(), default=MAX_GW_CHASSIS + 1) - 1
+            if priority < LOWEST_PRIORITY:
+                raise invalid_priority()
+        self.ovn.ovn.gateways[gateway.router_id] = gateway
+        gateway.priorities[agent_id] = priority
+        self.ovn.moved(gateway)
+        return ok(None, 201)
+
+    def _change(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+        body = req.body if isinstance(req.body, dict) else {}
+        priority = self._priority(body)
+        if priority is None:
+            return ok(None)
+        if agent_id not in self.ovn.ovn.chassis:
+            raise invalid_agent(agent_id)
+        gateway = self._gateway(router_id)
+        if agent_id not in gateway.priorities:
+            raise not_hosted(router_id, agent_id)
+        if priority in gateway.priorities.values():
+            raise priority_taken(priority)
+        gateway.priorities[agent_id] = priority
+        self.ovn.moved(gateway)
+        return ok(None)
+
+    def _remove(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+        if agent_id not in self.ovn.ovn.chassis:
+            raise invalid_agent(agent_id)
+        gateway = self._gateway(router_id)
+        if agent_id not in gateway.priorities:
+            raise not_hosted(router_id, agent_id)
+        del gateway.priorities[agent_id]
+        self.ovn.moved(gateway)
+        return no_content()
+
+
+def not_hosted(router_id: str, agent_id: str) -> ApiError:
+    return ApiError(
+        409,
+        "RouterNotHostedByL3Agent",
+        f"The router {router_id} is not hosted by L3 agent {agent_id}.",
+    )

@@ -1,0 +1,131 @@
+"""The network nodes of a stack: namespace, Open vSwitch and agents. I/O: ``ip``, spawns.
+
+A node is a namespace with its own Open vSwitch (``br-phys``, whose port
+``phys0`` is a veth into the fabric), a broker relay, neutron-openvswitch-agent
+and the per-host L3 agent (neutron's fullstack subclass, which suffixes router
+namespaces with ``@HOST``; the program is named ``neutron-l3-agent`` so that its
+iptables chains come out right). Roles in the state file are ``HOST/ROLE``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l3ha.lab.netns import add_namespace, delete_namespace
+from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, ovs_agent_ini
+from l3ha.lab.stack.fabric import cut_link, fabric, plug, restore_link
+from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_group
+from l3ha.lab.stack.services import NEUTRON_ENV, l3ha_python, neutron_bin
+from l3ha.lab.stack.spec import (
+    BROKER_PORT_IN_NODE,
+    PHYS_BRIDGE,
+    PHYS_PORT,
+    Ports,
+    StackSpec,
+    fabric_port,
+)
+from l3ha.lab.stack.vswitch import ROLES as OVS_ROLES
+from l3ha.lab.stack.vswitch import Ovs
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+AGENT_ROLES = ("l3", "ovs-agent", "dhcp")
+L3_AGENT_PROGRAM = """#!{python}
+import sys
+from neutron.tests.common.agents.l3_agent import main
+sys.exit(main())
+"""
+
+
+class Node:
+    """One network node of the stack."""
+
+    def __init__(
+        self, host: str, spec: StackSpec, layout: StackLayout, state: StateFile, python: Path
+    ) -> None:
+        self.host, self.spec, self.layout, self.state = host, spec, layout, state
+        self.python = python
+        self.dir = layout.node(host)
+        self.ovs = Ovs(host, self.dir, state, host)
+        self.fab = fabric(state, layout.root)
+
+    def role(self, name: str) -> str:
+        return f"{self.host}/{name}"
+
+    def up(self, ports: Ports) -> None:
+        """Namespace, fabric link, Open vSwitch, configuration, relay and agents."""
+        add_namespace(self.host)
+        plug(self.fab, fabric_port(self.host), self.host, PHYS_PORT)
+        self.start_ovs()
+        self.write_configs()
+        self.start_relay(ports)
+        self.start_agents()
+
+    def start_ovs(self) -> None:
+        self.ovs.start()
+        self.ovs.add_bridge(PHYS_BRIDGE, PHYS_PORT)
+
+    def write_configs(self) -> None:
+        helper = f"env PATH={self.python.parent}:{SYSTEM_PATH}"
+        for name, render in (
+            ("ovs_agent.ini", ovs_agent_ini),
+            ("l3_agent.ini", l3_agent_ini),
+            ("dhcp_agent.ini", dhcp_agent_ini),
+        ):
+            (self.dir / name).write_text(render(self.spec, self.layout, self.host, helper))
+
+    def start_relay(self, ports: Ports) -> None:
+        argv = [l3ha_python(), "-m", "l3ha.lab.stack.relay", self.host]
+        argv += [str(BROKER_PORT_IN_NODE), str(ports.rabbit)]
+        self.state.record(self.role("relay"), spawn("relay", argv, self.dir))
+
+    def _spawn_agent(self, role: str, program: str, ini: str) -> None:
+        env = {**NEUTRON_ENV, "PATH": f"{self.python.parent}:{SYSTEM_PATH}", **self.ovs.env}
+        argv = [program, *self.layout.server_config_args(), "--config-file", str(self.dir / ini)]
+        pid = spawn(role, argv, self.dir, namespace=self.host, env=env)
+        self.state.record(self.role(role), pid)
+
+    def start_agents(self) -> None:
+        """The OVS agent, the per-host L3 agent and (with --dhcp) the DHCP agent."""
+        ovs_agent = neutron_bin(self.python, "neutron-openvswitch-agent")
+        self._spawn_agent("ovs-agent", ovs_agent, "ovs_agent.ini")
+        self._spawn_agent("l3", str(self.l3_program()), "l3_agent.ini")
+        if self.spec.dhcp:
+            dhcp = neutron_bin(self.python, "neutron-dhcp-agent")
+            self._spawn_agent("dhcp", dhcp, "dhcp_agent.ini")
+
+    def l3_program(self) -> Path:
+        program = self.layout.bin / "neutron-l3-agent"
+        if not program.exists():
+            program.parent.mkdir(parents=True, exist_ok=True)
+            program.write_text(L3_AGENT_PROGRAM.format(python=self.python))
+            program.chmod(0o755)
+        return program
+
+    def recorded(self, roles: tuple[str, ...]) -> list[int]:
+        return [self.state.pids[self.role(r)] for r in roles if self.role(r) in self.state.pids]
+
+    def forget(self, roles: tuple[str, ...]) -> None:
+        for name in roles:
+            self.state.forget(self.role(name))
+
+    def stop_agents(self) -> None:
+        """Stop the agents gracefully (SIGTERM), as a service restart would."""
+        for pid in self.recorded(AGENT_ROLES):
+            stop_group(pid, grace=15)
+        self.forget(AGENT_ROLES)
+
+    def kill(self) -> None:
+        """The node dies: its link cut, every process of it killed at once."""
+        cut_link(self.fab, self.host)
+        roles = (*AGENT_ROLES, "relay", *OVS_ROLES)
+        kill_now(self.recorded(roles))
+        self.forget(roles)
+
+    def revive(self, ports: Ports, stale_namespaces: list[str]) -> None:
+        """The node boots again: no router namespaces, OVS and agents started, link back."""
+        for namespace in stale_namespaces:
+            delete_namespace(namespace)
+        self.start_ovs()
+        self.start_relay(ports)
+        self.start_agents()
+        restore_link(self.fab, self.host)

@@ -1,0 +1,190 @@
+"""The stack's tenant topology in Neutron, and what answers on the data plane. I/O: HTTP, ping.
+
+Talks to the stack's own Neutron API with plain JSON over HTTP (noauth, as
+admin): the external network (flat, ``physnet1``), one VLAN tenant network and
+one router per lab router (gateway on the external network, interface .1 on
+its tenant subnet). Reachability is ``ping`` from a VM namespace to its router.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from l3ha.lab.stack.processes import StackError, wait_for
+from l3ha.lab.stack.spec import (
+    EXTERNAL_CIDR,
+    EXTERNAL_GATEWAY,
+    EXTERNAL_POOL,
+    PHYSNET,
+    StackSpec,
+    router_name,
+    tenant_cidr,
+    tenant_router_ip,
+    tenant_vlan,
+    vm_namespace,
+)
+
+
+@dataclass(frozen=True)
+class NeutronHttp:
+    """Minimal JSON client of one Neutron API endpoint (``http://127.0.0.1:PORT``)."""
+
+    base: str
+    timeout: float = 60.0
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.base}/v2.0/{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "X-Auth-Token": "notused"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:200]
+            raise StackError(f"Neutron {method} {path}: HTTP {exc.code} {detail}") from exc
+        except OSError as exc:
+            raise StackError(f"Neutron {method} {path}: {exc}") from exc
+        return json.loads(raw) if raw else None
+
+    def get(self, path: str) -> Any:
+        return self.call("GET", path)
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        return self.call("POST", path, body)
+
+    def put(self, path: str, body: dict[str, Any]) -> Any:
+        return self.call("PUT", path, body)
+
+    def agents(self, agent_type: str) -> list[dict[str, Any]]:
+        quoted = urllib.parse.quote(agent_type)
+        agents: list[dict[str, Any]] = self.get(f"agents?agent_type={quoted}")["agents"]
+        return agents
+
+
+def wait_for_agents(api: NeutronHttp, spec: StackSpec, timeout: float) -> None:
+    """Every node's OVS and L3 (and DHCP) agent registered and alive."""
+    types = ["Open vSwitch agent", "L3 agent"] + (["DHCP agent"] if spec.dhcp else [])
+
+    def all_alive() -> bool:
+        for agent_type in types:
+            hosts = {a["host"] for a in api.agents(agent_type) if a["alive"]}
+            if not set(spec.hosts) <= hosts:
+                return False
+        return True
+
+    wait_for("every agent to report alive", all_alive, timeout, interval=1.0)
+
+
+def create_external(api: NeutronHttp) -> str:
+    network = api.post(
+        "networks",
+        {
+            "network": {
+                "name": "l3rs-external",
+                "router:external": True,
+                "provider:network_type": "flat",
+                "provider:physical_network": PHYSNET,
+            }
+        },
+    )["network"]
+    api.post(
+        "subnets",
+        {
+            "subnet": {
+                "network_id": network["id"],
+                "ip_version": 4,
+                "cidr": EXTERNAL_CIDR,
+                "gateway_ip": EXTERNAL_GATEWAY,
+                "enable_dhcp": False,
+                "allocation_pools": [{"start": EXTERNAL_POOL[0], "end": EXTERNAL_POOL[1]}],
+            }
+        },
+    )
+    return str(network["id"])
+
+
+def create_router(
+    api: NeutronHttp, spec: StackSpec, index: int, external_id: str, agent_id: str
+) -> str:
+    """Tenant network ``index``, router ``rINDEX`` bound to ``agent_id``, joined to the outside.
+
+    The bare router is bound before it gets ports (Neutron schedules it only once it
+    has some), so routers spread over the nodes in turn whatever the scheduler would do.
+    """
+    network = api.post("networks", {"network": {
+        "name": f"l3rs-net{index}", "provider:network_type": "vlan",
+        "provider:physical_network": PHYSNET, "provider:segmentation_id": tenant_vlan(index),
+    }})["network"]  # fmt: skip
+    subnet = api.post("subnets", {"subnet": {
+        "network_id": network["id"], "ip_version": 4, "cidr": tenant_cidr(index),
+        "gateway_ip": tenant_router_ip(index), "enable_dhcp": spec.dhcp,
+    }})["subnet"]  # fmt: skip
+    router = api.post("routers", {"router": {"name": router_name(index), "ha": spec.is_ha(index)}})
+    router_id = str(router["router"]["id"])
+    if not spec.is_ha(index):
+        api.post(f"agents/{agent_id}/l3-routers", {"router_id": router_id})
+    api.put(f"routers/{router_id}", {"router": {"external_gateway_info": {
+        "network_id": external_id}}})  # fmt: skip
+    api.put(f"routers/{router_id}/add_router_interface", {"subnet_id": subnet["id"]})
+    return router_id
+
+
+def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
+    """Every router of the spec, spread over the nodes in turn; router name -> id."""
+    external_id = create_external(api)
+    by_host = {a["host"]: str(a["id"]) for a in api.agents("L3 agent")}
+    agent_ids = [by_host[host] for host in spec.hosts]
+    return {
+        router_name(k): create_router(
+            api, spec, k, external_id, agent_ids[(k - 1) % len(agent_ids)]
+        )
+        for k in spec.router_indexes
+    }
+
+
+def pings(namespace: str, address: str, timeout_s: int = 1) -> bool:
+    """One ICMP echo from ``namespace`` to ``address`` answered within ``timeout_s``."""
+    result = subprocess.run(
+        ["ip", "netns", "exec", namespace, "ping", "-c", "1", "-W", str(timeout_s), "-q", address],
+        capture_output=True,
+        check=False,
+    )
+    return result.returncode == 0
+
+
+def unanswered(spec: StackSpec) -> list[str]:
+    """Routers whose VM gets no answer from the router's tenant address right now."""
+    return [
+        router_name(k)
+        for k in spec.router_indexes
+        if not pings(vm_namespace(k), tenant_router_ip(k))
+    ]
+
+
+def wait_for_routers(spec: StackSpec, timeout: float) -> None:
+    wait_for("every VM to reach its router", lambda: not unanswered(spec), timeout, 1.0)
+
+
+def router_hosts(api: NeutronHttp, router_ids: dict[str, str]) -> dict[str, list[str]]:
+    """Router name -> hosts of the L3 agents hosting it (empty: unhosted)."""
+    return {
+        name: sorted(str(a["host"]) for a in api.get(f"routers/{rid}/l3-agents")["agents"])
+        for name, rid in router_ids.items()
+    }
+
+
+def ports_active_on(api: NeutronHttp, router_id: str, host: str) -> bool:
+    """Every port of the router ACTIVE and bound to ``host`` (HA network ports excepted)."""
+    ports = api.get(f"ports?device_id={router_id}")["ports"]
+    own = [p for p in ports if p["device_owner"] != "network:router_ha_interface"]
+    return bool(own) and all(p["status"] == "ACTIVE" and p["binding:host_id"] == host for p in own)

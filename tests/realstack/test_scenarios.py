@@ -1,0 +1,141 @@
+"""Real faults on a real stack: the RabbitMQ incident and a node death, l3ha beside Neutron.
+
+One stack (3 nodes, 6 routers, agent_down_time 15 s, report_interval 5 s) serves
+the module; each router's reachability from its VM is pinged every 0.2 s. After
+each test the stack is healed (nodes revived, routers hosted, every VM answered)
+so that the next one starts from a healthy cloud. Figures are printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.realstack.conftest import bring_up, needs_stack
+
+from l3ha.lab.stack.processes import wait_for
+from l3ha.lab.stack.reach import Pingers, Reach
+from l3ha.lab.stack.scenario import Watch, heal
+from l3ha.lab.stack.spec import StackSpec
+from l3ha.lab.stack.stack import Stack
+from l3ha.lab.stack.topology import (
+    ports_active_on,
+    router_hosts,
+    unanswered,
+    wait_for_agents,
+)
+
+pytestmark = needs_stack
+
+SPEC = StackSpec(nodes=3, routers=6, report_interval=5, agent_down_time=15)
+OUTAGE_S = 2 * SPEC.agent_down_time + 5
+LATE_HOST, LATE_BY_S = "l3rs-n3", 8.0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from bring_up(tmp_path_factory.mktemp("realstack") / "st", SPEC)
+
+
+@pytest.fixture(autouse=True)
+def healed(stack: Stack) -> Iterator[None]:
+    yield
+    heal(stack)
+
+
+def report(title: str, reach: dict[str, Reach], since: float) -> None:
+    print(f"\n{title}")
+    for name, r in sorted(reach.items()):
+        back = r.back_after(since)
+        again = "-" if back is None else f"{back:5.1f} s"
+        print(f"  {name}: dark {r.dark_seconds:5.1f} s, longest {r.longest:5.1f} s, "
+              f"answers again {again} after the fault")  # fmt: skip
+
+
+def outage_then_recovery(stack: Stack) -> float:
+    """The incident: broker down OUTAGE_S, one node's agents reconnect late; then settle."""
+    began = time.time()
+    stack.broker_outage(OUTAGE_S, late_host=LATE_HOST, late_by=LATE_BY_S)
+    wait_for_agents(stack.api, stack.spec, 120)
+    time.sleep(stack.spec.agent_down_time + 5)
+    return began
+
+
+@pytest.mark.timeout(400)
+def test_broker_outage_l3ha_moves_nothing_and_routers_keep_forwarding(
+    stack: Stack, tmp_path: Path
+) -> None:
+    routers = stack.state.data["routers"]
+    before = router_hosts(stack.api, routers)
+    pingers = Pingers(stack.spec, tmp_path / "ping").start()
+    watch = Watch(stack, tmp_path)
+    try:
+        time.sleep(5)
+        began = outage_then_recovery(stack)
+    finally:
+        log = watch.stop()
+        reach = pingers.stop()
+    report("broker outage, l3ha watch running", reach, began)
+    assert watch.process.returncode == 0, log[-2000:]
+    assert router_hosts(stack.api, routers) == before
+    assert all(r.longest < 2.0 for r in reach.values()), reach
+
+
+@pytest.mark.timeout(400)
+def test_node_death_l3ha_evacuates_every_router_to_live_agents(
+    stack: Stack, tmp_path: Path
+) -> None:
+    routers = stack.state.data["routers"]
+    victim = "l3rs-n1"
+    on_victim = [n for n, hosts in router_hosts(stack.api, routers).items() if victim in hosts]
+    assert on_victim
+    pingers = Pingers(stack.spec, tmp_path / "ping").start()
+    watch = Watch(stack, tmp_path)
+    try:
+        time.sleep(3)
+        killed = time.time()
+        stack.kill_node(victim)
+        wait_for("every VM to reach its router again", lambda: not unanswered(stack.spec), 120, 1)
+        answered = time.time() - killed
+        wait_for("the moved routers' ports ACTIVE on their new hosts",
+                 lambda: all_ports_active(stack, routers), 60, 1)  # fmt: skip
+    finally:
+        log = watch.stop()
+        reach = pingers.stop()
+    report(f"node death ({victim}), l3ha watch; all answered {answered:.1f} s after", reach, killed)
+    hosts = router_hosts(stack.api, routers)
+    assert all(len(h) == 1 and h[0] != victim for h in hosts.values()), hosts
+    assert unanswered(stack.spec) == []
+    for name in on_victim:
+        assert reach[name].back_after(killed) is not None, f"{name} was never dark"
+    assert answered < 90, log[-2000:]
+
+
+def all_ports_active(stack: Stack, routers: dict[str, str]) -> bool:
+    hosts = router_hosts(stack.api, routers)
+    return all(
+        len(hosts[name]) == 1 and ports_active_on(stack.api, rid, hosts[name][0])
+        for name, rid in routers.items()
+    )
+
+
+@pytest.mark.timeout(400)
+def test_broker_outage_with_neutron_failover_is_measured(stack: Stack, tmp_path: Path) -> None:
+    routers = stack.state.data["routers"]
+    before = router_hosts(stack.api, routers)
+    stack.start_neutron_failover()
+    pingers = Pingers(stack.spec, tmp_path / "ping").start()
+    try:
+        time.sleep(2 * stack.spec.agent_down_time)
+        began = outage_then_recovery(stack)
+    finally:
+        reach = pingers.stop()
+        stack.stop_neutron_failover()
+    after = router_hosts(stack.api, routers)
+    moved = sorted(name for name in routers if after[name] != before[name])
+    dark = sorted(name for name, r in reach.items() if r.longest >= 2.0)
+    report(f"broker outage, Neutron's failover: moved {len(moved)} {moved}, "
+           f"dark {len(dark)} {dark}", reach, began)  # fmt: skip
+    assert set(dark) <= set(moved), "a router that Neutron did not move went dark"
