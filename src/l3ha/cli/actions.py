@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 #: busy at the API rate cap (32 writers x ~4 calls each per 0.4 s ~ 300 calls/s).
 DEFAULT_CONCURRENCY = 32
 
+
 def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
     """``--state-dir``: where the journal lives."""
     parser.add_argument(
@@ -325,6 +326,7 @@ def _run_history(args: argparse.Namespace) -> int:
         "started",
         "status",
         "router",
+        *(["network"] if any("network" in r for r in rows) else []),  # DHCP moves
         "move",
         "source",
         "target",
