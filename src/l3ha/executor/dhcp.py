@@ -16,19 +16,21 @@ not yet ACTIVE, a token bucket of moves started per second):
 
 A target that refuses the add is replaced by the next fallback target. A
 port not ACTIVE by ``port_timeout`` leaves the source copy in place
-(``pending``). Dry run writes nothing and reports the plan. ``should_stop``
-is asked before each move starts; moves in flight finish.
+(``pending``). Dry run writes nothing and reports the plan. A journal that
+cannot be written and a stop request (``should_stop``, asked before each move
+starts) end the run as for routers (``l3ha.executor.lifecycle``): no further
+move starts, the moves in flight finish; after a stop the operation stays
+open for the next run or leader.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from l3ha.clock import Clock
@@ -36,9 +38,10 @@ from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
 from l3ha.errors import BadInputError, L3haError
 from l3ha.executor.dhcp_steps import DhcpWriter, SkipMoveError, journal_move, serving_port
+from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, JournalGuard, StopRequest, close_operation
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
-from l3ha.journal import Journal, OperationStatus
+from l3ha.journal import Journal, ObjectKind
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,7 @@ class DhcpRunResult:
     dry_run: bool = False
     seconds: float = 0.0
     unplaced: tuple[DhcpUnplaceable, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         counted = Counter(r.outcome for r in self.results)
@@ -118,6 +122,7 @@ class DhcpRunResult:
             "counts": self.counts(),
             "moves": [r.as_row() for r in self.results],
             "unplaced": [{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
+            "warnings": list(self.warnings),
         }
 
 
@@ -142,7 +147,9 @@ class _Run:
     waiting: dict[int, _Waiting] = field(default_factory=dict)
     busy_networks: set[str] = field(default_factory=set)
     open_count: int = 0
+    writing: int = 0  # moves in their first write phase (at most ``concurrency``)
     dispatching: bool = True
+    unstarted: set[int] = field(default_factory=set)  # kept from starting by a stop request
 
 
 class DhcpExecutor:
@@ -182,51 +189,68 @@ class DhcpExecutor:
             planned = tuple(
                 DhcpMoveResult(m, DhcpOutcome.PLANNED, m.reason, m.target) for m in plan.moves
             )
-            return DhcpRunResult(plan.action, planned, None, True, unplaced=plan.unplaceable)
+            return DhcpRunResult(
+                plan.action, planned, None, True, unplaced=plan.unplaceable, warnings=plan.warnings
+            )
         if self.journal is None:
             raise BadInputError("the executor needs a journal unless it is a dry run")
         started = self.clock.monotonic()
         op_id, move_ids = self.journal.begin_operation(
-            plan.action, dict(args or {}), [journal_move(m) for m in plan.moves]
+            plan.action,
+            dict(args or {}),
+            [journal_move(m) for m in plan.moves],
+            ObjectKind.NETWORK,
         )
         state = _Run(plan.moves, move_ids, [None] * len(plan.moves))
+        guard = JournalGuard(self.journal)
         try:
-            self._execute(state, agents, fallbacks, require_dead_source, should_stop)
+            self._execute(
+                state,
+                guard,
+                agents,
+                fallbacks,
+                require_dead_source=require_dead_source,
+                should_stop=should_stop,
+            )
         except BaseException:
             self.journal.abandon(op_id)
             raise
         results = tuple(r for r in state.results if r is not None)
-        run = DhcpRunResult(
-            plan.action, results, op_id, False, self.clock.monotonic() - started, plan.unplaceable
+        seconds = self.clock.monotonic() - started
+        run = DhcpRunResult(plan.action, results, op_id, False, seconds, plan.unplaceable)
+        notes = close_operation(
+            guard, op_id, unstarted=len(state.unstarted), ok=run.ok, counts=run.counts()
         )
-        status = OperationStatus.DONE if run.ok else OperationStatus.FAILED
-        self.journal.finish_operation(op_id, status, json.dumps(run.counts()))
-        return run
+        return replace(run, warnings=(*plan.warnings, *notes))
 
     # --- dispatching ------------------------------------------------------------
 
     def _execute(
         self,
         state: _Run,
+        guard: JournalGuard,
         agents: Mapping[str, Agent],
         fallbacks: Callable[[DhcpMove], Sequence[str]] | None,
+        *,
         require_dead_source: bool,
         should_stop: Callable[[], bool] | None,
     ) -> None:
-        assert self.journal is not None
-        writer = DhcpWriter(self.cloud, self.journal)
+        writer = DhcpWriter(self.cloud, guard)
         work = _Work(
             self, writer, state, agents, fallbacks, require_dead_source=require_dead_source
         )
+        stop = StopRequest(should_stop)
         poller = threading.Thread(target=work.poll_ports, name="l3ha-dhcp-ports", daemon=True)
         with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="l3ha-dhcp") as pool:
             work.pool = pool
             poller.start()
             for index, move in enumerate(state.moves):
-                if should_stop is not None and should_stop():
-                    work.finish(index, DhcpOutcome.SKIPPED, "stopped before it started")
+                if not self._admit(state, move, lambda: not guard.error and not stop()):
+                    why = guard.why_not_started() if guard.error else NOT_STARTED_STOPPING
+                    if not guard.error:
+                        state.unstarted.add(index)
+                    work.finish(index, DhcpOutcome.SKIPPED, why)
                     continue
-                self._admit(state, move)
                 self._bucket.take()
                 pool.submit(work.start, index)
             with state.cond:
@@ -235,17 +259,26 @@ class DhcpExecutor:
             work.wait_all()
         poller.join(timeout=self.options.port_poll_interval * 4 + 1.0)
 
-    def _admit(self, state: _Run, move: DhcpMove) -> None:
-        """Wait until the move's target has room and its network has no earlier move running."""
+    def _admit(self, state: _Run, move: DhcpMove, may_start: Callable[[], bool]) -> bool:
+        """Wait until a write slot is free, the move's target has room and its network has
+        no earlier move running; False (nothing taken) once ``may_start`` says no."""
         with state.cond:
-            while move.network_id in state.busy_networks or (
-                move.target is not None and not self.slots.has_room(move.target)
+            while (
+                state.writing >= self.options.concurrency
+                or move.network_id in state.busy_networks
+                or (move.target is not None and not self.slots.has_room(move.target))
             ):
-                state.cond.wait(timeout=0.5)
+                if not may_start():
+                    return False
+                state.cond.wait(timeout=0.2)
+            if not may_start():
+                return False
             state.busy_networks.add(move.network_id)
             state.open_count += 1
+            state.writing += 1
             if move.target is not None:
                 self.slots.try_acquire(move.target)
+            return True
 
 
 class _Work:
@@ -272,24 +305,14 @@ class _Work:
 
     def start(self, index: int) -> None:
         """Phase one of a move (re-check, add) or a whole removal; never raises."""
-        move = self.state.moves[index]
         self.started[index] = self.ex.clock.monotonic()
         try:
-            hosts = self.writer.recheck(move, self.require_dead_source)
-            if move.kind is DhcpMoveKind.REMOVE:
-                where = self.writer.remove(move, self.state.move_ids[index], keep=None)
-                self.finish(index, DhcpOutcome.REMOVED, f"{move.reason}; served by {where}")
-                return
-            target = self._add_somewhere(index, move, hosts)
-        except SkipMoveError as skip:
-            self.finish(index, DhcpOutcome.SKIPPED, str(skip))
-            return
-        except L3haError as exc:
-            self.finish(index, DhcpOutcome.FAILED, str(exc))
-            return
-        except Exception as exc:  # a bug must not hang the run
-            log.exception("DHCP move of network %s failed unexpectedly", move.network_id)
-            self.finish(index, DhcpOutcome.FAILED, f"unexpected error: {exc}")
+            target = self._first_phase(index)
+        finally:
+            with self.state.cond:
+                self.state.writing -= 1
+                self.state.cond.notify_all()
+        if target is None:
             return
         deadline = self.ex.clock.monotonic() + self.ex.options.port_timeout
         waiting = _Waiting(index, self.state.move_ids[index], target, deadline, self.started[index])
@@ -299,6 +322,25 @@ class _Work:
         with self.state.cond:
             self.state.waiting[index] = waiting
             self.state.cond.notify_all()
+
+    def _first_phase(self, index: int) -> Agent | None:
+        """Re-check, then add (the agent it went to) or remove (finished: None)."""
+        move = self.state.moves[index]
+        try:
+            hosts = self.writer.recheck(move, self.require_dead_source)
+            if move.kind is DhcpMoveKind.REMOVE:
+                where = self.writer.remove(move, self.state.move_ids[index], keep=None)
+                self.finish(index, DhcpOutcome.REMOVED, f"{move.reason}; served by {where}")
+                return None
+            return self._add_somewhere(index, move, hosts)
+        except SkipMoveError as skip:
+            self.finish(index, DhcpOutcome.SKIPPED, str(skip))
+        except L3haError as exc:
+            self.finish(index, DhcpOutcome.FAILED, str(exc))
+        except Exception as exc:  # a bug or a journal write: never hang the run
+            log.exception("DHCP move of network %s failed unexpectedly", move.network_id)
+            self.finish(index, DhcpOutcome.FAILED, f"unexpected error: {exc}")
+        return None
 
     def _add_somewhere(self, index: int, move: DhcpMove, hosts: Mapping[str, Agent]) -> Agent:
         """Add the network to the planned target, else to a fallback; the agent it went to."""
@@ -396,6 +438,9 @@ class _Work:
             outcome, reason = DhcpOutcome.PENDING, str(skip)
         except L3haError as exc:
             outcome, reason = DhcpOutcome.FAILED, f"added to {item.target.host}, but {exc}"
+        except Exception as exc:  # a bug or a journal write: never hang the run
+            log.exception("removing network %s from its source failed", move.network_id)
+            outcome, reason = DhcpOutcome.FAILED, f"added to {item.target.host}, but {exc}"
         else:
             outcome, reason = DhcpOutcome.MOVED, f"{move.reason}; ACTIVE on {item.target.host}"
         self.finish(item.index, outcome, reason, item.target.id, release_target=False)
@@ -419,13 +464,8 @@ class _Work:
         seconds = self.ex.clock.monotonic() - self.started.get(index, self.ex.clock.monotonic())
         if release_target and move.target is not None and index in self.started:
             self.ex.slots.release(move.target)
-        assert self.ex.journal is not None
-        try:
-            self.ex.journal.record_outcome(
-                self.state.move_ids[index], outcome.value, reason, target=target
-            )
-        except Exception:
-            log.exception("could not journal the outcome of network %s", move.network_id)
+        if index not in self.state.unstarted:  # left open for the next run
+            self.writer.guard.outcome(self.state.move_ids[index], outcome.value, reason, target)
         result = DhcpMoveResult(move, outcome, reason, target, seconds)
         with self.state.cond:
             self.state.results[index] = result

@@ -16,13 +16,14 @@ from enum import StrEnum
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
-from l3ha.errors import NotFoundError
+from l3ha.errors import BadInputError, NotFoundError
 from l3ha.executor.agents import (
     AgentChange,
     AgentChangeOutcome,
     AgentChangeResult,
     journalled_change,
 )
+from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
 
@@ -45,7 +46,8 @@ def is_dhcp_operation(kind: str) -> bool:
 
 
 def journal_move(move: DhcpMove) -> Move:
-    """The journal's record of a DHCP move (its ``router_id`` column holds the network id)."""
+    """The journal's record of a DHCP move (journalled as an ``ObjectKind.NETWORK`` move, its
+    ``router_id`` the network's id)."""
     return Move(move.network_id, _JOURNAL_KIND[move.kind], move.target, move.source, move.reason)
 
 
@@ -69,9 +71,9 @@ class SkipMoveError(Exception):
 class DhcpWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(self, cloud: DhcpCloud, journal: Journal) -> None:
+    def __init__(self, cloud: DhcpCloud, guard: JournalGuard) -> None:
         self.cloud = cloud
-        self.journal = journal
+        self.guard = guard  # the run's journal: a failed write is remembered
 
     def hosts(self, network_id: str) -> dict[str, Agent]:
         """The network's DHCP agents now, by id (``SkipMoveError`` when it was deleted)."""
@@ -92,10 +94,10 @@ class DhcpWriter:
 
     def add(self, move: DhcpMove, move_id: int, target: str, hosts: dict[str, Agent]) -> None:
         """Journal the intent, add the network to ``target`` (read back), record it."""
-        self.journal.record_step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
+        self.guard.step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
         if target not in hosts:
             self.cloud.add_network_to_agent(move.network_id, target)
-        self.journal.record_step(move_id, MoveStep.BOUND, target=target)
+        self.guard.step(move_id, MoveStep.BOUND, target=target)
 
     def remove(
         self, move: DhcpMove, move_id: int, keep: str | None, *, keep_port_seen: bool = False
@@ -122,10 +124,10 @@ class DhcpWriter:
             serving = [a for a in servers if serving_port(ports, move.network_id, a.host)]
         if not serving:
             raise SkipMoveError("no other live agent serves the network with an ACTIVE port: kept")
-        self.journal.record_step(move_id, MoveStep.VERIFIED, detail="served elsewhere")
-        self.journal.record_step(move_id, MoveStep.INTENT, detail=f"remove from {source}")
+        self.guard.step(move_id, MoveStep.VERIFIED, detail="served elsewhere")
+        self.guard.step(move_id, MoveStep.INTENT, detail=f"remove from {source}")
         self.cloud.remove_network_from_agent(move.network_id, source)
-        self.journal.record_step(move_id, MoveStep.UNBOUND)
+        self.guard.step(move_id, MoveStep.UNBOUND)
         return ", ".join(sorted(a.host for a in serving))
 
 
@@ -150,7 +152,7 @@ def change_dhcp_agent(
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
     if journal is None:
-        raise ValueError("the executor needs a journal unless it is a dry run")
+        raise BadInputError("the executor needs a journal unless it is a dry run")
     return journalled_change(
         journal,
         clock,
@@ -192,9 +194,9 @@ def recover_dhcp(cloud: DhcpCloud, journal: Journal, *, dry_run: bool) -> list[D
             continue
         for record in (m for m in journal.moves(op.id) if not m.finished):
             try:
-                hosts = {a.id for a in cloud.dhcp_agents_of_network(record.router_id)}
+                hosts = {a.id for a in cloud.dhcp_agents_of_network(record.object_id)}
             except NotFoundError:
-                result = DhcpRecovery(op.id, record.router_id, DhcpRecoveryAction.GONE, "deleted")
+                result = DhcpRecovery(op.id, record.object_id, DhcpRecoveryAction.GONE, "deleted")
             else:
                 result = _judge(op.id, record, hosts)
             results.append(result)
@@ -207,7 +209,7 @@ def recover_dhcp(cloud: DhcpCloud, journal: Journal, *, dry_run: bool) -> list[D
 
 
 def _judge(op_id: int, record: MoveRecord, hosts: set[str]) -> DhcpRecovery:
-    network_id, source, target = record.router_id, record.source, record.target
+    network_id, source, target = record.object_id, record.source, record.target
     done = (target is None or target in hosts) and (
         record.kind == MoveKind.ADD_REPLICA.value or source is None or source not in hosts
     )
