@@ -10,6 +10,7 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -62,6 +63,28 @@ def serving_port(ports: list[DhcpPort], network_id: str, host: str) -> DhcpPort 
         ):
             return port
     return None
+
+
+class DhcpReadiness:
+    """The DHCP kind's ``Readiness`` (``l3ha.executor.ports``): a network is ready on a host
+    once an agent-owned DHCP port of it there is ACTIVE (``serving_port``)."""
+
+    def __init__(self, cloud: DhcpCloud) -> None:
+        self._cloud = cloud
+
+    def read(self, object_ids: list[str]) -> dict[str, list[DhcpPort]]:
+        by_network: dict[str, list[DhcpPort]] = {n: [] for n in object_ids}
+        for port in self._cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
+            by_network.setdefault(port.network_id, []).append(port)
+        return by_network
+
+    def ready(
+        self, ports: Sequence[DhcpPort], kind: object, host: str
+    ) -> tuple[bool, tuple[str, ...]]:
+        network_id = ports[0].network_id if ports else ""
+        if serving_port(list(ports), network_id, host) is not None:
+            return True, ()
+        return False, tuple(p.id for p in ports if p.host == host)
 
 
 class SkipMoveError(Exception):

@@ -33,7 +33,7 @@ from l3ha.executor.candidates import FallbackTargets, candidate_list
 from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, StopRequest, close_operation
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
-from l3ha.executor.ports import PortWaiter
+from l3ha.executor.ports import PortWaiter, RouterReadiness
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
@@ -204,7 +204,10 @@ class _Run:
         pool = ThreadPoolExecutor(max_workers=self.opts.concurrency, thread_name_prefix="l3ha-move")
         waiter = (
             PortWaiter(
-                self.ex.cloud, self.clock, self.opts.port_poll_interval, self.opts.port_poll_window
+                RouterReadiness(self.ex.cloud),
+                self.clock,
+                self.opts.port_poll_interval,
+                self.opts.port_poll_window,
             )
             if self.opts.wait_ports
             else None

@@ -25,12 +25,11 @@ from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult, ExecutorOptions
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
-from l3ha.health import HealthPolicy, api_fleet_gate
 from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import Notify, log_notice
-from l3ha.operations.planning import cut_to_budget
+from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
 from l3ha.operations.request import DRAIN_MARK
 from l3ha.planner.dhcp import (
     DhcpPolicy,
@@ -253,12 +252,7 @@ def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:
 
 def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> None:
     """Refuse while many DHCP agents look dead at once (safety rules 1, 2, 9)."""
-    if request.force:
-        return
-    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
-    if halt is not None:
-        message = halt.message.replace("enabled agents", "enabled DHCP agents")
-        raise SafetyHaltError(f"{message}; refusing to {words} (override with --force)")
+    refuse_when_fleet_down(snapshot.agents, words, force=request.force, which="DHCP agents")
 
 
 def _finish_interrupted(ctx: DhcpContext, request: DhcpRequest) -> None:

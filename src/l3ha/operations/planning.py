@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
-from l3ha.model import Halt, Plan, Snapshot
+from l3ha.model import Agent, Halt, Plan, Snapshot
 from l3ha.operations.request import Action, ActionRequest, PlacementRequest
 from l3ha.planner import (
     PlacementPolicy,
@@ -66,12 +66,21 @@ def select_routers(
 
 def gate_fleet(request: ActionRequest, snapshot: Snapshot) -> None:
     """Refuse every action while many agents look dead at once (safety rules 1, 2, 9)."""
-    if request.force:
+    words = _GATE_WORDS.get(request.action, request.action.value)
+    refuse_when_fleet_down(snapshot.agents, words, force=request.force)
+
+
+def refuse_when_fleet_down(
+    agents: Sequence[Agent], words: str, *, force: bool, which: str = "agents"
+) -> None:
+    """The fleet gate of every kind: ``SafetyHaltError`` while many of ``agents`` (its
+    ``which``) look dead at once, unless ``force``; ``words``: what was refused."""
+    if force:
         return
-    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
+    halt = api_fleet_gate(agents, HealthPolicy())
     if halt is not None:
-        action = _GATE_WORDS.get(request.action, request.action.value)
-        raise SafetyHaltError(f"{halt.message}; refusing to {action} (override with --force)")
+        message = halt.message.replace("enabled agents", f"enabled {which}")
+        raise SafetyHaltError(f"{message}; refusing to {words} (override with --force)")
 
 
 def _evacuation_source(request: ActionRequest, snapshot: Snapshot) -> str:
