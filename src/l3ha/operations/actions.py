@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, MoveOutcome, RunResult, snapshot_candidates
+from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
 from l3ha.journal import OperationRecord
 from l3ha.model import Agent, Binding, MoveKind, Plan, Snapshot
 from l3ha.operations.context import OperationContext
@@ -33,6 +34,8 @@ from l3ha.weights import weight_warnings
 
 #: Passes a drain makes over an agent before disabling it, while routers keep arriving.
 DRAIN_PASSES = 3
+#: The outcomes (and count) that keep a drain from disabling its agent.
+_NOT_DONE = frozenset({*(o.value for o in BAD_OUTCOMES), UNPLACED})
 #: Actions that first finish what a crash interrupted (from the journal).
 FINISHES_INTERRUPTED = frozenset({Action.EVACUATE, Action.MIGRATE, Action.REBALANCE, Action.REPAIR})
 
@@ -130,7 +133,11 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
             f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
             "(a disabled agent tears its routers down); fix the cause and drain again"
         )
-        return ActionResult(request.action, tuple(steps), problems=("agent left enabled",))
+        why = f"agent left enabled: {len(left)} router(s) still on it"
+        bad = {k: v for k, v in first.run.counts().items() if v and k in _NOT_DONE}
+        if bad:
+            why += " after " + ", ".join(f"{v} {k}" for k, v in bad.items())
+        return ActionResult(request.action, tuple(steps), problems=(why,))
     disabled = ctx.executor(request.execution).change_agent(change, agent)
     steps.append(AgentChanged(disabled))
     if not disabled.ok:
