@@ -13,7 +13,7 @@ from tests.executor.memcloud_executor import DEAD, MemCloud, evac_cloud, evac_pl
 from l3ha.clock import ManualClock
 from l3ha.executor.agentview import AgentView
 from l3ha.executor.outcome import MoveOutcome
-from l3ha.executor.ports import PortWaiter
+from l3ha.executor.ports import PortWaiter, RouterReadiness
 from l3ha.model import AgentMode, Move, MoveKind, Plan, Router
 
 
@@ -68,7 +68,8 @@ def test_the_port_waiter_polls_every_due_router_in_one_call() -> None:
     cloud = MemCloud.build({"b": {}}, {r: ["b"] for r in routers})
     cloud.polls_to_active = 1  # ACTIVE on the second look
     clock = GatedClock()
-    waiter = PortWaiter(cloud, clock, interval=1.0, window=None)  # type: ignore[arg-type]
+    readiness = RouterReadiness(cloud)  # type: ignore[arg-type]
+    waiter = PortWaiter(readiness, clock, interval=1.0, window=None)
     done = threading.Semaphore(0)
     try:
         for router in routers:  # all bound at the same (manual) time

@@ -8,7 +8,7 @@ from tests.executor.memcloud_executor import MemCloud
 
 from l3ha.clock import ManualClock
 from l3ha.cloud.base import PortState
-from l3ha.executor.ports import PortWaiter, ports_ready
+from l3ha.executor.ports import PortWaiter, RouterReadiness, ports_ready
 from l3ha.model import MoveKind
 
 
@@ -46,7 +46,7 @@ def wait_all(
     cloud: MemCloud, routers: list[str], timeout: float, window: int | None
 ) -> dict[str, tuple[bool, tuple[str, ...]]]:
     clock = ManualClock()
-    waiter = PortWaiter(cloud, clock, interval=1.0, window=window)
+    waiter = PortWaiter(RouterReadiness(cloud), clock, interval=1.0, window=window)
     results: dict[str, tuple[bool, tuple[str, ...]]] = {}
     lock = threading.Lock()
     finished = threading.Event()

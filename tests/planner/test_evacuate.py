@@ -137,6 +137,23 @@ def test_ha_replica_never_doubles_on_one_agent() -> None:
     assert "already hosting" in plan.unplaceable[0].reason
 
 
+def test_a_drain_drops_the_surplus_replica_an_interrupted_replacement_left() -> None:
+    agents = [agent("old"), agent("a1"), agent("a2")]
+    snap = snapshot(agents, [router("ha", ha=True)], {"ha": ["old", "a1", "a2"]})
+    plan = as_plan(plan_drain(snap, "old", POLICY, WEIGHTS))
+    assert [(m.kind, m.source) for m in plan.moves] == [(MoveKind.REMOVE_REPLICA, "old")]
+    assert "already has replicas on" in plan.moves[0].reason
+    assert plan.unplaceable == ()
+
+
+def test_a_drain_never_drops_a_replica_it_cannot_replace() -> None:
+    agents = [agent("old"), agent("a1"), agent("a2", up=False)]
+    snap = snapshot(agents, [router("ha", ha=True)], {"ha": ["old", "a1", "a2"]})
+    plan = as_plan(plan_drain(snap, "old", POLICY, WEIGHTS))
+    assert plan.moves == ()
+    assert [u.router_id for u in plan.unplaceable] == ["ha"]
+
+
 def test_dvr_snat_moves_only_to_dvr_snat_agents() -> None:
     agents = [
         agent("dead", mode=AgentMode.DVR_SNAT, alive=False),

@@ -341,6 +341,7 @@ def _run_history(args: argparse.Namespace) -> int:
         "started",
         "status",
         "router",
+        *(["network"] if any("network" in r for r in rows) else []),  # DHCP moves
         "move",
         "source",
         "target",

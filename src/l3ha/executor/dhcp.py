@@ -8,37 +8,41 @@ not yet ACTIVE, a token bucket of moves started per second):
 1. re-check the network's agents (skip it when it left the source, or when
    a source the plan saw dead or disabled is alive and enabled again);
 2. journal the intent, add the network to the target, read it back;
-3. wait (holding no write slot) until the target's DHCP port is ACTIVE — one
-   poller asks for the ports of every waiting network in a few batched
-   requests;
+3. wait (holding no write slot) until the target's DHCP port is ACTIVE — the
+   port waiter every kind shares (``l3ha.executor.ports``) asks for the ports
+   of every waiting network in a few batched requests;
 4. then remove the copy on the source, only while another live agent serves
    the network with an ACTIVE port (``DhcpWriter.remove``).
 
 A target that refuses the add is replaced by the next fallback target. A
 port not ACTIVE by ``port_timeout`` leaves the source copy in place
-(``pending``). Dry run writes nothing and reports the plan. ``should_stop``
-is asked before each move starts; moves in flight finish.
+(``pending``). Dry run writes nothing and reports the plan. A journal that
+cannot be written and a stop request (``should_stop``, asked before each move
+starts) end the run as for routers (``l3ha.executor.lifecycle``): no further
+move starts, the moves in flight finish; after a stop the operation stays
+open for the next run or leader.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
 from l3ha.errors import BadInputError, L3haError
-from l3ha.executor.dhcp_steps import DhcpWriter, SkipMoveError, journal_move, serving_port
+from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError, journal_move
+from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, JournalGuard, StopRequest, close_operation
 from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import PlanRun
+from l3ha.executor.ports import PortWaiter
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
-from l3ha.journal import Journal, OperationStatus
+from l3ha.journal import Journal, ObjectKind
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -59,7 +63,7 @@ class DhcpOutcome(StrEnum):
     FAILED = "failed"  # not done; the network keeps the copies it had
 
 
-BAD_DHCP_OUTCOMES = frozenset({DhcpOutcome.FAILED})
+BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,10 @@ class DhcpMoveResult:
     reason: str = ""
     target: str | None = None
     seconds: float = 0.0
+
+    @property
+    def object_id(self) -> str:
+        return self.move.network_id
 
     def as_row(self) -> dict[str, object]:
         return {
@@ -85,29 +93,11 @@ class DhcpMoveResult:
 
 
 @dataclass(frozen=True)
-class DhcpRunResult:
-    """Every DHCP move's outcome in plan order, the unplaced networks, the operation id."""
+class DhcpRunResult(PlanRun[DhcpMoveResult, DhcpUnplaceable]):
+    """A DHCP plan's run (``PlanRun``): not ``ok`` when a move failed."""
 
-    action: str
-    results: tuple[DhcpMoveResult, ...]
-    operation_id: int | None = None
-    dry_run: bool = False
-    seconds: float = 0.0
-    unplaced: tuple[DhcpUnplaceable, ...] = ()
-
-    def counts(self) -> dict[str, int]:
-        counted = Counter(r.outcome for r in self.results)
-        counts = {o.value: counted.get(o, 0) for o in DhcpOutcome}
-        counts["unplaced"] = len(self.unplaced)
-        return counts
-
-    @property
-    def ok(self) -> bool:
-        return not self.unplaced and not any(r.outcome in BAD_DHCP_OUTCOMES for r in self.results)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
+    OUTCOMES = DhcpOutcome
+    BAD = BAD_DHCP_OUTCOMES
 
     def summary(self) -> dict[str, object]:
         return {
@@ -118,31 +108,22 @@ class DhcpRunResult:
             "counts": self.counts(),
             "moves": [r.as_row() for r in self.results],
             "unplaced": [{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
+            "warnings": list(self.warnings),
         }
 
 
 @dataclass
-class _Waiting:
-    index: int
-    move_id: int
-    target: Agent
-    deadline: float
-    started: float
-    port_seen: bool = False  # the poller saw the target's DHCP port ACTIVE
-
-
-@dataclass
 class _Run:
-    """State shared by the dispatcher, the workers and the poller; guarded by ``cond``."""
+    """State shared by the dispatcher, the workers and the port waiter; guarded by ``cond``."""
 
     moves: Sequence[DhcpMove]
     move_ids: list[int]
     results: list[DhcpMoveResult | None]
     cond: threading.Condition = field(default_factory=threading.Condition)
-    waiting: dict[int, _Waiting] = field(default_factory=dict)
     busy_networks: set[str] = field(default_factory=set)
     open_count: int = 0
-    dispatching: bool = True
+    writing: int = 0  # moves in their first write phase (at most ``concurrency``)
+    unstarted: set[int] = field(default_factory=set)  # kept from starting by a stop request
 
 
 class DhcpExecutor:
@@ -182,74 +163,104 @@ class DhcpExecutor:
             planned = tuple(
                 DhcpMoveResult(m, DhcpOutcome.PLANNED, m.reason, m.target) for m in plan.moves
             )
-            return DhcpRunResult(plan.action, planned, None, True, unplaced=plan.unplaceable)
+            return DhcpRunResult(
+                plan.action, planned, None, True, plan.warnings, unplaced=plan.unplaceable
+            )
         if self.journal is None:
             raise BadInputError("the executor needs a journal unless it is a dry run")
         started = self.clock.monotonic()
         op_id, move_ids = self.journal.begin_operation(
-            plan.action, dict(args or {}), [journal_move(m) for m in plan.moves]
+            plan.action,
+            dict(args or {}),
+            [journal_move(m) for m in plan.moves],
+            ObjectKind.NETWORK,
         )
         state = _Run(plan.moves, move_ids, [None] * len(plan.moves))
+        guard = JournalGuard(self.journal)
         try:
-            self._execute(state, agents, fallbacks, require_dead_source, should_stop)
+            self._execute(
+                state,
+                guard,
+                agents,
+                fallbacks,
+                require_dead_source=require_dead_source,
+                should_stop=should_stop,
+            )
         except BaseException:
             self.journal.abandon(op_id)
             raise
         results = tuple(r for r in state.results if r is not None)
-        run = DhcpRunResult(
-            plan.action, results, op_id, False, self.clock.monotonic() - started, plan.unplaceable
+        seconds = self.clock.monotonic() - started
+        run = DhcpRunResult(plan.action, results, op_id, seconds=seconds, unplaced=plan.unplaceable)
+        notes = close_operation(
+            guard, op_id, unstarted=len(state.unstarted), ok=run.ok, counts=run.counts()
         )
-        status = OperationStatus.DONE if run.ok else OperationStatus.FAILED
-        self.journal.finish_operation(op_id, status, json.dumps(run.counts()))
-        return run
+        return replace(run, warnings=(*plan.warnings, *notes))
 
     # --- dispatching ------------------------------------------------------------
 
     def _execute(
         self,
         state: _Run,
+        guard: JournalGuard,
         agents: Mapping[str, Agent],
         fallbacks: Callable[[DhcpMove], Sequence[str]] | None,
+        *,
         require_dead_source: bool,
         should_stop: Callable[[], bool] | None,
     ) -> None:
-        assert self.journal is not None
-        writer = DhcpWriter(self.cloud, self.journal)
+        writer = DhcpWriter(self.cloud, guard)
         work = _Work(
             self, writer, state, agents, fallbacks, require_dead_source=require_dead_source
         )
-        poller = threading.Thread(target=work.poll_ports, name="l3ha-dhcp-ports", daemon=True)
+        stop = StopRequest(should_stop)
+        opts = self.options
+        work.waiter = PortWaiter(
+            DhcpReadiness(self.cloud), self.clock, opts.port_poll_interval, opts.port_poll_window
+        )
+        try:
+            self._dispatch(state, work, guard, stop)
+        finally:
+            work.waiter.close()
+
+    def _dispatch(self, state: _Run, work: _Work, guard: JournalGuard, stop: StopRequest) -> None:
         with ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="l3ha-dhcp") as pool:
             work.pool = pool
-            poller.start()
             for index, move in enumerate(state.moves):
-                if should_stop is not None and should_stop():
-                    work.finish(index, DhcpOutcome.SKIPPED, "stopped before it started")
+                if not self._admit(state, move, lambda: not guard.error and not stop()):
+                    why = guard.why_not_started() if guard.error else NOT_STARTED_STOPPING
+                    if not guard.error:
+                        state.unstarted.add(index)
+                    work.finish(index, DhcpOutcome.SKIPPED, why)
                     continue
-                self._admit(state, move)
                 self._bucket.take()
                 pool.submit(work.start, index)
-            with state.cond:
-                state.dispatching = False
-                state.cond.notify_all()
             work.wait_all()
-        poller.join(timeout=self.options.port_poll_interval * 4 + 1.0)
 
-    def _admit(self, state: _Run, move: DhcpMove) -> None:
-        """Wait until the move's target has room and its network has no earlier move running."""
+    def _admit(self, state: _Run, move: DhcpMove, may_start: Callable[[], bool]) -> bool:
+        """Wait until a write slot is free, the move's target has room and its network has
+        no earlier move running; False (nothing taken) once ``may_start`` says no."""
         with state.cond:
-            while move.network_id in state.busy_networks or (
-                move.target is not None and not self.slots.has_room(move.target)
+            while (
+                state.writing >= self.options.concurrency
+                or move.network_id in state.busy_networks
+                or (move.target is not None and not self.slots.has_room(move.target))
             ):
-                state.cond.wait(timeout=0.5)
+                if not may_start():
+                    return False
+                state.cond.wait(timeout=0.2)
+            if not may_start():
+                return False
             state.busy_networks.add(move.network_id)
             state.open_count += 1
+            state.writing += 1
             if move.target is not None:
                 self.slots.try_acquire(move.target)
+            return True
 
 
 class _Work:
-    """What the workers and the poller of one run do."""
+    """What the workers and the port waiter's callbacks of one run do."""
 
     def __init__(
         self,
@@ -268,37 +279,50 @@ class _Work:
         self.fallbacks = fallbacks
         self.require_dead_source = require_dead_source
         self.pool: ThreadPoolExecutor | None = None
+        self.waiter: PortWaiter | None = None
         self.started: dict[int, float] = {}
 
     def start(self, index: int) -> None:
         """Phase one of a move (re-check, add) or a whole removal; never raises."""
-        move = self.state.moves[index]
         self.started[index] = self.ex.clock.monotonic()
+        try:
+            target = self._first_phase(index)
+        finally:
+            with self.state.cond:
+                self.state.writing -= 1
+                self.state.cond.notify_all()
+        if target is None:
+            return
+        move = self.state.moves[index]
+        if not self.ex.options.wait_ports or self.waiter is None:
+            self._ports_ready(index, target, port_seen=False)
+            return
+        self.waiter.add(
+            move.network_id,
+            move.kind,
+            target.host,
+            self.ex.options.port_timeout,
+            lambda ready, _waiting: self._waited(index, target, ready),
+        )
+
+    def _first_phase(self, index: int) -> Agent | None:
+        """Re-check, then add (the agent it went to) or remove (finished: None)."""
+        move = self.state.moves[index]
         try:
             hosts = self.writer.recheck(move, self.require_dead_source)
             if move.kind is DhcpMoveKind.REMOVE:
                 where = self.writer.remove(move, self.state.move_ids[index], keep=None)
                 self.finish(index, DhcpOutcome.REMOVED, f"{move.reason}; served by {where}")
-                return
-            target = self._add_somewhere(index, move, hosts)
+                return None
+            return self._add_somewhere(index, move, hosts)
         except SkipMoveError as skip:
             self.finish(index, DhcpOutcome.SKIPPED, str(skip))
-            return
         except L3haError as exc:
             self.finish(index, DhcpOutcome.FAILED, str(exc))
-            return
-        except Exception as exc:  # a bug must not hang the run
+        except Exception as exc:  # a bug or a journal write: never hang the run
             log.exception("DHCP move of network %s failed unexpectedly", move.network_id)
             self.finish(index, DhcpOutcome.FAILED, f"unexpected error: {exc}")
-            return
-        deadline = self.ex.clock.monotonic() + self.ex.options.port_timeout
-        waiting = _Waiting(index, self.state.move_ids[index], target, deadline, self.started[index])
-        if not self.ex.options.wait_ports:
-            self._ports_ready(waiting)
-            return
-        with self.state.cond:
-            self.state.waiting[index] = waiting
-            self.state.cond.notify_all()
+        return None
 
     def _add_somewhere(self, index: int, move: DhcpMove, hosts: Mapping[str, Agent]) -> Agent:
         """Add the network to the planned target, else to a fallback; the agent it went to."""
@@ -320,87 +344,58 @@ class _Work:
             return agent
         raise _AddFailedError("; ".join(errors) or "no candidate target")
 
-    def poll_ports(self) -> None:
-        """The poller: finish waiting moves whose port is ACTIVE; time the others out."""
-        interval = self.ex.options.port_poll_interval
-        while True:
-            with self.state.cond:
-                while not self.state.waiting and self._running():
-                    self.state.cond.wait(timeout=interval)
-                if not self.state.waiting and not self._running():
-                    return
-                batch = list(self.state.waiting.values())
-            try:
-                self._poll_once(batch)
-            except Exception:  # the poller must outlive a bug, or waiting moves never end
-                log.exception("polling DHCP ports failed")
-            self.ex.clock.sleep(interval)
+    def _waited(self, index: int, target: Agent, ready: bool) -> None:
+        """The port waiter's verdict on the target's DHCP port."""
+        if ready:
+            self._ports_ready(index, target, port_seen=True)
+            return
+        self._release(target.id)
+        self.finish(
+            index,
+            DhcpOutcome.PENDING,
+            f"DHCP port on {target.host} not ACTIVE after "
+            f"{self.ex.options.port_timeout:g} s: the source copy is kept",
+            target.id,
+            release_target=False,
+        )
 
-    def _running(self) -> bool:
-        return self.state.dispatching or self.state.open_count > 0
-
-    def _poll_once(self, batch: list[_Waiting]) -> None:
-        networks = sorted({self.state.moves[w.index].network_id for w in batch})
-        try:
-            ports = self.ex.cloud.dhcp_ports_of_networks(networks)
-        except L3haError as exc:
-            log.warning("reading DHCP ports failed (will retry): %s", exc)
-            ports = []
-        now = self.ex.clock.monotonic()
-        for item in batch:
-            network_id = self.state.moves[item.index].network_id
-            if serving_port(ports, network_id, item.target.host) is not None:
-                item.port_seen = True
-                self._take(item)
-                self._ports_ready(item)
-            elif now >= item.deadline:
-                self._take(item)
-                self._release(item.index, item.target.id)
-                self.finish(
-                    item.index,
-                    DhcpOutcome.PENDING,
-                    f"DHCP port on {item.target.host} not ACTIVE after "
-                    f"{self.ex.options.port_timeout:g} s: the source copy is kept",
-                    item.target.id,
-                    release_target=False,
-                )
-
-    def _take(self, item: _Waiting) -> None:
-        with self.state.cond:
-            self.state.waiting.pop(item.index, None)
-
-    def _ports_ready(self, item: _Waiting) -> None:
-        self._release(item.index, item.target.id)
-        move = self.state.moves[item.index]
+    def _ports_ready(self, index: int, target: Agent, *, port_seen: bool) -> None:
+        """The new copy serves (or is not waited for): an added copy is done, a move
+        removes its source copy (on a worker)."""
+        self._release(target.id)
+        move = self.state.moves[index]
         if move.kind is DhcpMoveKind.ADD:
             self.finish(
-                item.index,
+                index,
                 DhcpOutcome.ADDED,
-                f"{move.reason}; ACTIVE on {item.target.host}",
-                item.target.id,
+                f"{move.reason}; ACTIVE on {target.host}",
+                target.id,
                 release_target=False,
             )
             return
         if self.pool is not None:
-            self.pool.submit(self._remove_source, item)
+            self.pool.submit(self._remove_source, index, target, port_seen)
         else:
-            self._remove_source(item)
+            self._remove_source(index, target, port_seen)
 
-    def _remove_source(self, item: _Waiting) -> None:
-        move = self.state.moves[item.index]
+    def _remove_source(self, index: int, target: Agent, port_seen: bool) -> None:
+        move = self.state.moves[index]
         try:
             self.writer.remove(
-                move, item.move_id, keep=item.target.id, keep_port_seen=item.port_seen
+                move, self.state.move_ids[index], keep=target.id, keep_port_seen=port_seen
             )
         except SkipMoveError as skip:
             outcome, reason = DhcpOutcome.PENDING, str(skip)
         except L3haError as exc:
-            outcome, reason = DhcpOutcome.FAILED, f"added to {item.target.host}, but {exc}"
+            outcome, reason = DhcpOutcome.FAILED, f"added to {target.host}, but {exc}"
+        except Exception as exc:  # a bug or a journal write: never hang the run
+            log.exception("removing network %s from its source failed", move.network_id)
+            outcome, reason = DhcpOutcome.FAILED, f"added to {target.host}, but {exc}"
         else:
-            outcome, reason = DhcpOutcome.MOVED, f"{move.reason}; ACTIVE on {item.target.host}"
-        self.finish(item.index, outcome, reason, item.target.id, release_target=False)
+            outcome, reason = DhcpOutcome.MOVED, f"{move.reason}; ACTIVE on {target.host}"
+        self.finish(index, outcome, reason, target.id, release_target=False)
 
-    def _release(self, index: int, target: str) -> None:
+    def _release(self, target: str) -> None:
         self.ex.slots.release(target)
         with self.state.cond:
             self.state.cond.notify_all()
@@ -419,13 +414,8 @@ class _Work:
         seconds = self.ex.clock.monotonic() - self.started.get(index, self.ex.clock.monotonic())
         if release_target and move.target is not None and index in self.started:
             self.ex.slots.release(move.target)
-        assert self.ex.journal is not None
-        try:
-            self.ex.journal.record_outcome(
-                self.state.move_ids[index], outcome.value, reason, target=target
-            )
-        except Exception:
-            log.exception("could not journal the outcome of network %s", move.network_id)
+        if index not in self.state.unstarted:  # left open for the next run
+            self.writer.guard.outcome(self.state.move_ids[index], outcome.value, reason, target)
         result = DhcpMoveResult(move, outcome, reason, target, seconds)
         with self.state.cond:
             self.state.results[index] = result

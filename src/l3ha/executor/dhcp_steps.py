@@ -10,19 +10,21 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
-from l3ha.errors import NotFoundError
+from l3ha.errors import BadInputError, NotFoundError
 from l3ha.executor.agents import (
     AgentChange,
     AgentChangeOutcome,
     AgentChangeResult,
     journalled_change,
 )
+from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
 
@@ -45,7 +47,8 @@ def is_dhcp_operation(kind: str) -> bool:
 
 
 def journal_move(move: DhcpMove) -> Move:
-    """The journal's record of a DHCP move (its ``router_id`` column holds the network id)."""
+    """The journal's record of a DHCP move (journalled as an ``ObjectKind.NETWORK`` move, its
+    ``router_id`` the network's id)."""
     return Move(move.network_id, _JOURNAL_KIND[move.kind], move.target, move.source, move.reason)
 
 
@@ -62,6 +65,28 @@ def serving_port(ports: list[DhcpPort], network_id: str, host: str) -> DhcpPort 
     return None
 
 
+class DhcpReadiness:
+    """The DHCP kind's ``Readiness`` (``l3ha.executor.ports``): a network is ready on a host
+    once an agent-owned DHCP port of it there is ACTIVE (``serving_port``)."""
+
+    def __init__(self, cloud: DhcpCloud) -> None:
+        self._cloud = cloud
+
+    def read(self, object_ids: list[str]) -> dict[str, list[DhcpPort]]:
+        by_network: dict[str, list[DhcpPort]] = {n: [] for n in object_ids}
+        for port in self._cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
+            by_network.setdefault(port.network_id, []).append(port)
+        return by_network
+
+    def ready(
+        self, ports: Sequence[DhcpPort], kind: object, host: str
+    ) -> tuple[bool, tuple[str, ...]]:
+        network_id = ports[0].network_id if ports else ""
+        if serving_port(list(ports), network_id, host) is not None:
+            return True, ()
+        return False, tuple(p.id for p in ports if p.host == host)
+
+
 class SkipMoveError(Exception):
     """The re-check found the move not needed or not allowed any more (the reason)."""
 
@@ -69,9 +94,9 @@ class SkipMoveError(Exception):
 class DhcpWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(self, cloud: DhcpCloud, journal: Journal) -> None:
+    def __init__(self, cloud: DhcpCloud, guard: JournalGuard) -> None:
         self.cloud = cloud
-        self.journal = journal
+        self.guard = guard  # the run's journal: a failed write is remembered
 
     def hosts(self, network_id: str) -> dict[str, Agent]:
         """The network's DHCP agents now, by id (``SkipMoveError`` when it was deleted)."""
@@ -92,10 +117,10 @@ class DhcpWriter:
 
     def add(self, move: DhcpMove, move_id: int, target: str, hosts: dict[str, Agent]) -> None:
         """Journal the intent, add the network to ``target`` (read back), record it."""
-        self.journal.record_step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
+        self.guard.step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
         if target not in hosts:
             self.cloud.add_network_to_agent(move.network_id, target)
-        self.journal.record_step(move_id, MoveStep.BOUND, target=target)
+        self.guard.step(move_id, MoveStep.BOUND, target=target)
 
     def remove(
         self, move: DhcpMove, move_id: int, keep: str | None, *, keep_port_seen: bool = False
@@ -122,10 +147,10 @@ class DhcpWriter:
             serving = [a for a in servers if serving_port(ports, move.network_id, a.host)]
         if not serving:
             raise SkipMoveError("no other live agent serves the network with an ACTIVE port: kept")
-        self.journal.record_step(move_id, MoveStep.VERIFIED, detail="served elsewhere")
-        self.journal.record_step(move_id, MoveStep.INTENT, detail=f"remove from {source}")
+        self.guard.step(move_id, MoveStep.VERIFIED, detail="served elsewhere")
+        self.guard.step(move_id, MoveStep.INTENT, detail=f"remove from {source}")
         self.cloud.remove_network_from_agent(move.network_id, source)
-        self.journal.record_step(move_id, MoveStep.UNBOUND)
+        self.guard.step(move_id, MoveStep.UNBOUND)
         return ", ".join(sorted(a.host for a in serving))
 
 
@@ -150,7 +175,7 @@ def change_dhcp_agent(
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
     if journal is None:
-        raise ValueError("the executor needs a journal unless it is a dry run")
+        raise BadInputError("the executor needs a journal unless it is a dry run")
     return journalled_change(
         journal,
         clock,
@@ -192,9 +217,9 @@ def recover_dhcp(cloud: DhcpCloud, journal: Journal, *, dry_run: bool) -> list[D
             continue
         for record in (m for m in journal.moves(op.id) if not m.finished):
             try:
-                hosts = {a.id for a in cloud.dhcp_agents_of_network(record.router_id)}
+                hosts = {a.id for a in cloud.dhcp_agents_of_network(record.object_id)}
             except NotFoundError:
-                result = DhcpRecovery(op.id, record.router_id, DhcpRecoveryAction.GONE, "deleted")
+                result = DhcpRecovery(op.id, record.object_id, DhcpRecoveryAction.GONE, "deleted")
             else:
                 result = _judge(op.id, record, hosts)
             results.append(result)
@@ -207,7 +232,7 @@ def recover_dhcp(cloud: DhcpCloud, journal: Journal, *, dry_run: bool) -> list[D
 
 
 def _judge(op_id: int, record: MoveRecord, hosts: set[str]) -> DhcpRecovery:
-    network_id, source, target = record.router_id, record.source, record.target
+    network_id, source, target = record.object_id, record.source, record.target
     done = (target is None or target in hosts) and (
         record.kind == MoveKind.ADD_REPLICA.value or source is None or source not in hosts
     )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from l3ha.model import Move, Unplaceable
 
@@ -23,7 +23,9 @@ class MoveOutcome(StrEnum):
 
 
 #: Outcomes that make an action command exit 1.
-BAD_OUTCOMES = frozenset({MoveOutcome.FAILED, MoveOutcome.UNHOSTED, MoveOutcome.ROLLED_BACK})
+BAD_OUTCOMES: frozenset[StrEnum] = frozenset(
+    {MoveOutcome.FAILED, MoveOutcome.UNHOSTED, MoveOutcome.ROLLED_BACK}
+)
 #: The count key of routers the plan could not place (they have no move, so no MoveOutcome).
 UNPLACED = "unplaced"
 
@@ -44,6 +46,10 @@ class MoveResult:
     def router_id(self) -> str:
         return self.move.router_id
 
+    @property
+    def object_id(self) -> str:
+        return self.move.router_id
+
     def as_row(self) -> dict[str, object]:
         """A flat dict for tables and JSON."""
         return {
@@ -58,43 +64,68 @@ class MoveResult:
         }
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """Every move's outcome, in plan order, and the journal's operation id.
+class _Outcome(Protocol):
+    @property
+    def outcome(self) -> StrEnum: ...
 
-    ``unplaced``: routers the plan could not place, with the planner's reason;
-    they were not moved (an evacuated one stays on its dead agent), so any of
-    them makes the run not ``ok`` (exit code 1).
+    @property
+    def object_id(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Outcome)
+U = TypeVar("U")
+
+
+@dataclass(frozen=True)
+class PlanRun(Generic[R, U]):
+    """What running one plan gave, for every kind of placement: each move's result in
+    plan order, the journal's operation id, the objects the plan could not place.
+
+    A kind names its outcomes (``OUTCOMES``) and those that make a run not ``ok``
+    (``BAD``); an unplaced object does too (exit code 1).
     """
 
+    OUTCOMES: ClassVar[type[StrEnum]]
+    BAD: ClassVar[frozenset[StrEnum]]
+
     action: str
-    results: tuple[MoveResult, ...]
+    results: tuple[R, ...]
     operation_id: int | None = None
     dry_run: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
     seconds: float = 0.0
-    unplaced: tuple[Unplaceable, ...] = field(default_factory=tuple)
+    unplaced: tuple[U, ...] = field(default_factory=tuple)
 
-    def counts(self) -> Mapping[str, int]:
-        """Routers per outcome (every outcome listed, zeros included), plus ``unplaced``: a
-        router whose HA replica was replaced (two moves) counts once."""
-        pairs = {(r.outcome, r.router_id) for r in self.results}
+    def counts(self) -> dict[str, int]:
+        """Objects per outcome (every outcome listed, zeros included), plus ``unplaced``: an
+        object moved twice (a router whose HA replica was replaced) counts once."""
+        pairs = {(r.outcome, r.object_id) for r in self.results}
         counted = Counter(outcome for outcome, _ in pairs)
-        counts = {o.value: counted.get(o, 0) for o in MoveOutcome}
+        counts = {o.value: counted.get(o, 0) for o in self.OUTCOMES}
         counts[UNPLACED] = len(self.unplaced)
         return counts
 
-    def with_outcome(self, outcome: MoveOutcome) -> tuple[MoveResult, ...]:
-        return tuple(r for r in self.results if r.outcome is outcome)
-
     @property
     def ok(self) -> bool:
-        """No move failed, rolled back or left a router unhosted; no router unplaced."""
-        return not self.unplaced and not any(r.outcome in BAD_OUTCOMES for r in self.results)
+        """No move ended badly; nothing unplaced."""
+        return not self.unplaced and not any(r.outcome in self.BAD for r in self.results)
 
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else 1
+
+
+@dataclass(frozen=True)
+class RunResult(PlanRun[MoveResult, Unplaceable]):
+    """A router plan's run. ``unplaced``: routers the plan could not place, with the
+    planner's reason; they were not moved (an evacuated one stays on its dead agent).
+    Not ``ok`` when a move failed, rolled back or left a router unhosted."""
+
+    OUTCOMES = MoveOutcome
+    BAD = BAD_OUTCOMES
+
+    def with_outcome(self, outcome: MoveOutcome) -> tuple[MoveResult, ...]:
+        return tuple(r for r in self.results if r.outcome is outcome)
 
     def summary(self) -> dict[str, object]:
         """Counts plus the details an operator must read (failed, pending, unhosted, unplaced)."""

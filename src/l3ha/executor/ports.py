@@ -1,19 +1,21 @@
-"""Waiting for a moved router's ports to become ACTIVE on its new agent.
+"""Waiting for what a move placed to be ready on its new agent: the readiness poller of
+every kind of placement.
 
-``ports_ready`` is pure. ``PortWaiter`` does I/O: on a thread of its own (so
-waiting never holds a write slot) it polls the ports of every router due for
-a look with one ``ports_of_routers`` call (the cloud asks for many routers
-per request), per target agent only the longest-waiting few, and hands back
-MOVED, or PENDING with the port ids when a router's ports are still not
-ACTIVE at its deadline.
+``ports_ready`` is pure (a router's ports). ``PortWaiter`` does I/O: on a
+thread of its own (so waiting never holds a write slot) it polls every object
+due for a look with one call of its kind's ``Readiness`` (``RouterReadiness``:
+``ports_of_routers``, many routers per request; the DHCP kind's reads DHCP
+ports), per target agent only the longest-waiting few, and calls back ready,
+or not ready with the port ids still waited for at the object's deadline.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud, PortState
@@ -61,10 +63,37 @@ def ports_ready(
     return not waiting, waiting
 
 
+class Readiness(Protocol):
+    """How a kind reads and judges the readiness of what its moves placed."""
+
+    def read(self, object_ids: list[str]) -> Mapping[str, Sequence[Any]]:
+        """The ports of each object (one batched read; raises ``L3haError``)."""
+        ...
+
+    def ready(self, ports: Sequence[Any], kind: Any, host: str) -> tuple[bool, tuple[str, ...]]:
+        """Whether the object is ready on ``host``, and the port ids still waited for."""
+        ...
+
+
+class RouterReadiness:
+    """Routers: their ports, ``ports_ready``."""
+
+    def __init__(self, cloud: Cloud) -> None:
+        self._cloud = cloud
+
+    def read(self, object_ids: list[str]) -> Mapping[str, Sequence[PortState]]:
+        return self._cloud.ports_of_routers(object_ids)
+
+    def ready(
+        self, ports: Sequence[PortState], kind: MoveKind, host: str
+    ) -> tuple[bool, tuple[str, ...]]:
+        return ports_ready(ports, kind, host)
+
+
 @dataclass
 class _Entry:
-    router_id: str
-    kind: MoveKind
+    object_id: str
+    kind: Any  # the kind's move kind, handed to ``Readiness.ready``
     host: str
     deadline: float
     next_check: float
@@ -73,12 +102,12 @@ class _Entry:
 
 
 class PortWaiter:
-    """Polls routers' ports until ACTIVE or their deadline; calls back once per router."""
+    """Polls objects' readiness until ready or their deadline; calls back once per object."""
 
     def __init__(
-        self, cloud: Cloud, clock: Clock, interval: float, window: int | None = None
+        self, readiness: Readiness, clock: Clock, interval: float, window: int | None = None
     ) -> None:
-        self._cloud = cloud
+        self._readiness = readiness
         self._clock = clock
         self._interval = interval
         self._window = window
@@ -91,16 +120,16 @@ class PortWaiter:
 
     def add(
         self,
-        router_id: str,
-        kind: MoveKind,
+        object_id: str,
+        kind: Any,
         host: str,
         timeout: float,
         done: Callable[[bool, tuple[str, ...]], None],
     ) -> None:
-        """Wait for one router; ``done(ready, waiting_port_ids)`` is called exactly once."""
+        """Wait for one object; ``done(ready, waiting_port_ids)`` is called exactly once."""
         now = self._clock.monotonic()
         entry = _Entry(
-            router_id, kind, host, now + timeout, now + min(self._interval, timeout), done
+            object_id, kind, host, now + timeout, now + min(self._interval, timeout), done
         )
         with self._lock:
             self._entries.append(entry)
@@ -153,20 +182,21 @@ class PortWaiter:
         return [e for when, e in timed if when < now + self._interval], None
 
     def _check(self, due: list[_Entry]) -> None:
-        """Read the ports of every due router at once; finish those ready or out of time."""
+        """Read the ports of every due object at once; finish those ready or out of time."""
         try:
-            ports: dict[str, list[PortState]] | None = self._cloud.ports_of_routers(
-                [e.router_id for e in due]
+            ports: Mapping[str, Sequence[Any]] | None = self._readiness.read(
+                [e.object_id for e in due]
             )
         except L3haError as exc:
-            log.warning("reading ports of %d router(s) failed: %s", len(due), exc)
+            log.warning("reading ports of %d object(s) failed: %s", len(due), exc)
             ports = None
         now = self._clock.monotonic()
         for entry in due:
             if ports is None:
                 ready, waiting = False, entry.waiting
             else:
-                ready, waiting = ports_ready(ports.get(entry.router_id, []), entry.kind, entry.host)
+                found = ports.get(entry.object_id, [])
+                ready, waiting = self._readiness.ready(found, entry.kind, entry.host)
             if not ready and now < entry.deadline:
                 entry.waiting = waiting
                 entry.next_check = min(now + self._interval, entry.deadline)

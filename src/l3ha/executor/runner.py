@@ -19,7 +19,6 @@ place are carried into ``RunResult.unplaced`` (the run is then not ok).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -31,13 +30,14 @@ from l3ha.cloud.base import Cloud
 from l3ha.errors import BadInputError
 from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
 from l3ha.executor.candidates import FallbackTargets, candidate_list
+from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, StopRequest, close_operation
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
-from l3ha.executor.ports import PortWaiter
+from l3ha.executor.ports import PortWaiter, RouterReadiness
 from l3ha.executor.ratelimit import TargetSlots, TokenBucket
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
-from l3ha.journal import Journal, OperationStatus
+from l3ha.journal import Journal
 from l3ha.model import Agent, Move, MoveKind, Plan, Router
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,6 @@ class _State:
     busy_routers: set[str] = field(default_factory=set)
     finished: int = 0
     writing: int = 0  # moves in their write phase (at most ``concurrency``)
-    journal_error: str = ""  # set when the journal could not be written: start nothing more
 
 
 class Executor:
@@ -181,8 +180,7 @@ class _Run:
         self.kind = kind
         self.fallbacks = fallbacks
         self.progress = progress
-        self.should_stop = should_stop or (lambda: False)
-        self.stopped = False
+        self.stop = StopRequest(should_stop)
         self.journal = journal
         self.items = [_Item(i, m) for i, m in enumerate(plan.moves)]
         self.state = _State()
@@ -190,6 +188,7 @@ class _Run:
         self.writer = MoveWriter(
             executor.cloud, journal, self.clock, self.opts, self.sources, routers=routers
         )
+        self.guard = self.writer.guard  # the journal's failures, shared with the writer
         self.bucket = TokenBucket(self.opts.rate, self.opts.bucket_burst, self.clock)
         self.slots = TargetSlots(self.opts.per_target_inflight)
 
@@ -205,7 +204,10 @@ class _Run:
         pool = ThreadPoolExecutor(max_workers=self.opts.concurrency, thread_name_prefix="l3ha-move")
         waiter = (
             PortWaiter(
-                self.ex.cloud, self.clock, self.opts.port_poll_interval, self.opts.port_poll_window
+                RouterReadiness(self.ex.cloud),
+                self.clock,
+                self.opts.port_poll_interval,
+                self.opts.port_poll_window,
             )
             if self.opts.wait_ports
             else None
@@ -232,21 +234,15 @@ class _Run:
             self.clock.monotonic() - started,
             self.plan.unplaceable,
         )
-        journal_error = self.state.journal_error or self.writer.journal_error
-        if journal_error:
-            return replace(result, warnings=(*warnings, "journal write failed: " + journal_error))
-        unstarted = [i for i in self.items if self._stopped_before_start(i)]
-        if unstarted:  # left open: the next run (or leader) finishes the operation
-            self.journal.abandon(op_id)
-            note = f"stopped: {len(unstarted)} move(s) not started; the operation stays open"
-            return replace(result, warnings=(*warnings, note))
-        status = OperationStatus.DONE if result.ok else OperationStatus.FAILED
-        self.journal.finish_operation(op_id, status, json.dumps(dict(result.counts())))
-        return result
+        unstarted = sum(1 for i in self.items if self._stopped_before_start(i))
+        notes = close_operation(
+            self.guard, op_id, unstarted=unstarted, ok=result.ok, counts=result.counts()
+        )
+        return replace(result, warnings=(*warnings, *notes))
 
     def _stopped_before_start(self, item: _Item) -> bool:
         """A move the caller's stop request kept from starting (its outcome is not journalled)."""
-        return self.stopped and not item.started
+        return self.stop.stopped and not item.started
 
     def _after_canary(self, canary: list[_Item]) -> None:
         """Once every canary move is written (bound, read back) or finished: re-check the
@@ -286,8 +282,7 @@ class _Run:
         remaining = [i for i in items if i.result is None]
         while True:
             with self.state.cond:
-                self.state.journal_error = self.state.journal_error or self.writer.journal_error
-                if self.state.journal_error or self._stopping():
+                if self.guard.error or self.stop():
                     revived, remaining = remaining, []
                 else:
                     revived = self._revived(remaining)
@@ -326,16 +321,11 @@ class _Run:
             and self.sources.revived(i.move.source)
         ]
 
-    def _stopping(self) -> bool:
-        """Whether the caller asked to stop starting moves (sticky once asked)."""
-        self.stopped = self.stopped or self.should_stop()
-        return self.stopped
-
     def _why_skipped(self, item: _Item) -> str:
-        if self.state.journal_error:
-            return f"not started: the journal cannot be written ({self.state.journal_error})"
-        if self.stopped:
-            return "not started: l3ha is stopping (shutdown or leadership lost)"
+        if self.guard.error:
+            return self.guard.why_not_started()
+        if self.stop.stopped:
+            return NOT_STARTED_STOPPING
         if item.move.kind is MoveKind.MOVE:
             return f"{SOURCE_BACK}; not moved"
         if item.move.kind is MoveKind.ADD_REPLICA:
@@ -460,17 +450,8 @@ class _Run:
         )
 
     def _journal_outcome(self, item: _Item, result: MoveResult) -> None:
-        if self.state.journal_error or self.writer.journal_error:
-            return
-        if self._stopped_before_start(item):
-            return
-        try:
-            self.journal.record_outcome(
-                item.move_id, result.outcome.value, result.reason, target=result.target
-            )
-        except Exception as exc:  # disk full, file removed: stop starting moves
-            log.error("journal write failed, starting no more moves: %s", exc)
-            self.state.journal_error = str(exc) or type(exc).__name__
+        if not self._stopped_before_start(item):
+            self.guard.outcome(item.move_id, result.outcome.value, result.reason, result.target)
 
     def _finish(self, item: _Item, result: MoveResult) -> None:
         """Record the outcome (journal first, outside the lock), free its budgets."""

@@ -22,6 +22,7 @@ from l3ha.cloud.base import Cloud
 from l3ha.errors import ApiNotFoundError, L3haError, ReadBackError
 from l3ha.executor.agentview import AgentView
 from l3ha.executor.candidates import why_not
+from l3ha.executor.lifecycle import JournalGuard
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.journal import Journal, MoveStep
@@ -95,7 +96,11 @@ class MoveWriter:
         self.sources = sources
         self.routers: Mapping[str, Router] = routers or {}
         self.agents = AgentView(cloud, clock, options.agent_recheck_interval)
-        self.journal_error = ""  # set once a journal write failed: no more moves start
+        self.guard = JournalGuard(journal)  # remembers a failed write: no more moves start
+
+    @property
+    def journal_error(self) -> str:
+        return self.guard.error
 
     # --- helpers ---------------------------------------------------------
 
@@ -133,11 +138,7 @@ class MoveWriter:
         self, move_id: int, step: MoveStep, target: str | None = None, detail: str = ""
     ) -> None:
         """Journal one step; a failure is remembered in ``journal_error`` and re-raised."""
-        try:
-            self.journal.record_step(move_id, step, target=target, detail=detail)
-        except Exception as exc:
-            self.journal_error = self.journal_error or str(exc) or type(exc).__name__
-            raise
+        self.guard.step(move_id, step, target=target, detail=detail)
 
     # --- source re-check (rule 5) ------------------------------------------
 

@@ -19,6 +19,7 @@ from l3ha.journal.readers import interrupted_operations, last_step_id, read_step
 from l3ha.journal.records import (
     MoveRecord,
     MoveStep,
+    ObjectKind,
     OperationRecord,
     OperationStatus,
     StepEvent,
@@ -32,6 +33,7 @@ __all__ = [
     "Journal",
     "MoveRecord",
     "MoveStep",
+    "ObjectKind",
     "OperationRecord",
     "OperationStatus",
     "StepEvent",

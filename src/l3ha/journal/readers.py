@@ -26,9 +26,11 @@ def read_steps_since(state_dir: Path, after_id: int, limit: int = 1000) -> list[
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
+        columns = {str(row[1]) for row in db.execute("PRAGMA table_info(moves)")}
+        object_id = "router_id" if "router_id" in columns else "object_id"  # schema 1 or 2
         rows = db.execute(
-            "SELECT e.id, m.operation_id, o.kind, m.router_id, m.kind, e.step, m.source, m.target,"
-            " e.at,"
+            f"SELECT e.id, m.operation_id, o.kind, m.{object_id}, m.kind, e.step, m.source,"
+            " m.target, e.at,"
             " e.detail FROM events e JOIN moves m ON m.id = e.move_id"
             " JOIN operations o ON o.id = m.operation_id WHERE e.id > ? ORDER BY e.id LIMIT ?",
             (after_id, limit),

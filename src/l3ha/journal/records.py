@@ -33,14 +33,22 @@ class MoveStep(StrEnum):
     DONE = "done"  # outcome recorded (see ``outcome``)
 
 
+class ObjectKind(StrEnum):
+    """What a move places: the kind of placement it belongs to."""
+
+    ROUTER = "router"  # a router on L3 agents
+    NETWORK = "network"  # a network on DHCP agents
+
+
 @dataclass(frozen=True, slots=True)
 class MoveRecord:
-    """One move as the journal holds it."""
+    """One move as the journal holds it: ``object_id`` is a router's or a network's id
+    (``object_kind``)."""
 
     id: int
     operation_id: int
     seq: int
-    router_id: str
+    object_id: str
     source: str | None
     target: str | None
     kind: str
@@ -50,10 +58,16 @@ class MoveRecord:
     created: str
     updated: str
     detail: str
+    object_kind: ObjectKind = ObjectKind.ROUTER
 
     @property
     def finished(self) -> bool:
         return self.outcome is not None
+
+    @property
+    def router_id(self) -> str:
+        """The object's id (the name every router-side reader uses)."""
+        return self.object_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +103,8 @@ class StepEvent:
 
 OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
 MOVE_SELECT = (
-    "SELECT id, operation_id, seq, router_id, source, target, kind, reason, step, outcome,"
-    " created, updated, detail FROM moves"
+    "SELECT id, operation_id, seq, object_id, source, target, kind, reason, step, outcome,"
+    " created, updated, detail, object_kind FROM moves"
 )
 
 
@@ -124,12 +138,13 @@ def move_from_row(row: tuple[object, ...]) -> MoveRecord:
         created,
         updated,
         detail,
+        object_kind,
     ) = row
     return MoveRecord(
         id=int(str(mv_id)),
         operation_id=int(str(op_id)),
         seq=int(str(seq)),
-        router_id=str(router),
+        object_id=str(router),
         source=None if source is None else str(source),
         target=None if target is None else str(target),
         kind=str(kind),
@@ -139,4 +154,5 @@ def move_from_row(row: tuple[object, ...]) -> MoveRecord:
         created=str(created),
         updated=str(updated),
         detail=str(detail),
+        object_kind=ObjectKind(str(object_kind)),
     )

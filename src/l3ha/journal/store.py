@@ -5,6 +5,12 @@ group-committed (WAL): operation starts and ends and every *intent* are
 fsynced before the call returns, so no cloud write happens without a durable
 intent; the steps after it and the outcomes are committed without waiting
 for the disk.
+
+Each move records the kind of object it places (``ObjectKind``: a router, a
+network) and that object's id. The schema carries a version
+(``SCHEMA_VERSION``, SQLite's ``user_version``): a journal of an older l3ha is
+brought up to date when it is opened, one of a newer l3ha is refused with a
+one-line error (nothing is written to it).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from l3ha.journal.records import (
     OP_SELECT,
     MoveRecord,
     MoveStep,
+    ObjectKind,
     OperationRecord,
     OperationStatus,
     move_from_row,
@@ -56,7 +63,8 @@ CREATE TABLE IF NOT EXISTS moves (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     operation_id INTEGER NOT NULL REFERENCES operations(id),
     seq INTEGER NOT NULL,
-    router_id TEXT NOT NULL,
+    object_kind TEXT NOT NULL DEFAULT 'router',
+    object_id TEXT NOT NULL,
     source TEXT,
     target TEXT,
     kind TEXT NOT NULL,
@@ -101,7 +109,13 @@ class Journal:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.path = self.state_dir / DB_NAME
         self._clock: Clock = clock or SystemClock()
+        _refuse_newer(self.path)
         self._db = open_database(self.state_dir, DB_NAME, _SCHEMA, "journal")
+        try:
+            _upgrade(self._db, self.path)
+        except BaseException:
+            self._db.close()
+            raise
         self._lock = threading.Lock()
         self._queue_cv = threading.Condition(threading.Lock())
         self._queue: list[_Request[Any]] = []
@@ -172,9 +186,14 @@ class Journal:
     # --- writing ---------------------------------------------------------
 
     def begin_operation(
-        self, kind: str, args: Mapping[str, object], moves: Sequence[Move] = ()
+        self,
+        kind: str,
+        args: Mapping[str, object],
+        moves: Sequence[Move] = (),
+        objects: ObjectKind = ObjectKind.ROUTER,
     ) -> tuple[int, list[int]]:
-        """Record a new running operation and its planned moves (step ``planned``).
+        """Record a new running operation and its planned moves (step ``planned``);
+        ``objects``: what the moves place (a move's ``router_id`` is that object's id).
 
         Returns the operation id and the move ids, in plan order.
         """
@@ -194,7 +213,10 @@ class Journal:
                 ),
             )
             op_id = int(cur.lastrowid or 0)
-            return op_id, [self._insert_move(db, op_id, seq, m, now) for seq, m in enumerate(moves)]
+            return op_id, [
+                self._insert_move(db, op_id, seq, m, objects=objects, now=now)
+                for seq, m in enumerate(moves)
+            ]
 
         op_id, move_ids = self._write(work)
         self._set_running(op_id, True)
@@ -219,13 +241,16 @@ class Journal:
         self._set_running(operation_id, False)
 
     @staticmethod
-    def _insert_move(db: sqlite3.Connection, op_id: int, seq: int, move: Move, now: str) -> int:
+    def _insert_move(
+        db: sqlite3.Connection, op_id: int, seq: int, move: Move, *, objects: ObjectKind, now: str
+    ) -> int:
         cur = db.execute(
-            "INSERT INTO moves (operation_id, seq, router_id, source, target, kind, reason,"
-            " step, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO moves (operation_id, seq, object_kind, object_id, source, target, kind,"
+            " reason, step, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 op_id,
                 seq,
+                objects.value,
                 move.router_id,
                 move.source,
                 move.target,
@@ -365,7 +390,7 @@ class Journal:
                         "kind": op.kind,
                         "started": op.started,
                         "status": op.status.value,
-                        "router": mv.router_id,
+                        mv.object_kind.value: mv.object_id,  # "router" or "network"
                         "move": mv.kind,
                         "source": mv.source or "",
                         "target": mv.target or "",
@@ -377,3 +402,53 @@ class Journal:
                     }
                 )
         return rows
+
+
+#: The journal's schema: 1 had no version and kept every move's object in ``router_id``;
+#: 2 records each move's ``object_kind`` and ``object_id``.
+SCHEMA_VERSION = 2
+
+
+def _refuse_newer(path: Path) -> None:
+    """``BadInputError`` (one line) for a journal a newer l3ha wrote; read-only, so such a
+    journal is left exactly as it is."""
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise BadInputError(f"cannot open journal {path}: {exc}") from exc
+    if version > SCHEMA_VERSION:
+        raise BadInputError(
+            f"journal {path} has schema version {version}, newer than this l3ha reads "
+            f"({SCHEMA_VERSION}): use the l3ha that wrote it or a newer one"
+        )
+
+
+def _upgrade(db: sqlite3.Connection, path: Path) -> None:
+    """Bring an older journal's schema up to ``SCHEMA_VERSION`` (a newer one is refused)."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:  # written meanwhile by a newer l3ha
+        _refuse_newer(path)
+    if version == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait, then see it done
+    try:
+        columns = {str(row[1]) for row in db.execute("PRAGMA table_info(moves)")}
+        if "router_id" in columns:  # version 1: DHCP moves kept their network there
+            db.execute("ALTER TABLE moves RENAME COLUMN router_id TO object_id")
+            db.execute("ALTER TABLE moves ADD COLUMN object_kind TEXT NOT NULL DEFAULT 'router'")
+            db.execute(
+                "UPDATE moves SET object_kind = ? WHERE operation_id IN"
+                " (SELECT id FROM operations WHERE kind LIKE 'dhcp-%')",
+                (ObjectKind.NETWORK.value,),
+            )
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

@@ -21,8 +21,9 @@ from l3ha.executor import (
     RunResult,
     snapshot_candidates,
 )
+from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
 from l3ha.journal import OperationRecord
-from l3ha.model import Agent, MoveKind, Plan, Snapshot
+from l3ha.model import Agent, Binding, MoveKind, Plan, Snapshot
 from l3ha.operations.context import OperationContext, agent_of_another_kind
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
@@ -37,6 +38,10 @@ from l3ha.operations.request import (
 )
 from l3ha.weights import weight_warnings
 
+#: Passes a drain makes over an agent before disabling it, while routers keep arriving.
+DRAIN_PASSES = 3
+#: The outcomes (and count) that keep a drain from disabling its agent.
+_NOT_DONE = frozenset({*(o.value for o in BAD_OUTCOMES), UNPLACED})
 #: Actions that first finish what a crash interrupted (from the journal).
 FINISHES_INTERRUPTED = frozenset({Action.EVACUATE, Action.MIGRATE, Action.REBALANCE, Action.REPAIR})
 
@@ -123,15 +128,25 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
     )
     if request.dry_run:
+        if first.exit_code != 0:  # as the real run would: the agent stays enabled
+            ctx.notify(
+                f"agent {agent.host} would be left enabled: {len(first.plan.unplaceable)} "
+                "router(s) could not be placed and would stay on it"
+            )
+            return ActionResult(request.action, tuple(steps), problems=("agent left enabled",))
         steps.append(AgentChanged(ctx.executor(request.execution).change_agent(change)))
         return ActionResult(request.action, tuple(steps))
-    left = ctx.cloud.routers_on_agent(agent.id)
+    first, left = _drain_late_arrivals(ctx, request, agent, first, steps)
     if first.exit_code != 0 or left:
         ctx.notify(
             f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
             "(a disabled agent tears its routers down); fix the cause and drain again"
         )
-        return ActionResult(request.action, tuple(steps), problems=("agent left enabled",))
+        why = f"agent left enabled: {len(left)} router(s) still on it"
+        bad = {k: v for k, v in first.run.counts().items() if v and k in _NOT_DONE}
+        if bad:
+            why += " after " + ", ".join(f"{v} {k}" for k, v in bad.items())
+        return ActionResult(request.action, tuple(steps), problems=(why,))
     disabled = ctx.executor(request.execution).change_agent(change, agent)
     steps.append(AgentChanged(disabled))
     if not disabled.ok:
@@ -144,6 +159,24 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         ctx.notify(f"{len(late)} router(s) landed meanwhile; moving them")
         steps.append(_execute(ctx, request, snapshot, make_plan(request, snapshot)))
     return ActionResult(request.action, tuple(steps))
+
+
+def _drain_late_arrivals(
+    ctx: OperationContext, request: ActionRequest, agent: Agent, last: Executed, steps: list[Step]
+) -> tuple[Executed, list[Binding]]:
+    """Repeat the first pass of a drain while routers arrive on the agent (Neutron's
+    scheduler, a crash's recovery), at most ``DRAIN_PASSES`` times; the last pass and
+    what is left on the agent."""
+    left = ctx.cloud.routers_on_agent(agent.id)
+    for _ in range(DRAIN_PASSES - 1):
+        if last.exit_code != 0 or not left:
+            break
+        ctx.notify(f"{len(left)} router(s) arrived on {agent.host} while it drained; moving them")
+        snapshot = ctx.observe()
+        last = _execute(ctx, request, snapshot, make_plan(request, snapshot))
+        steps.append(last)
+        left = ctx.cloud.routers_on_agent(agent.id)
+    return last, left
 
 
 def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:

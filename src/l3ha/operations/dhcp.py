@@ -25,10 +25,11 @@ from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult, ExecutorOptions
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
-from l3ha.health import HealthPolicy, api_fleet_gate
 from l3ha.journal import Journal
 from l3ha.model import Agent
+from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import Notify, log_notice
+from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
 from l3ha.operations.request import DRAIN_MARK
 from l3ha.planner.dhcp import (
     DhcpPolicy,
@@ -106,7 +107,7 @@ class DhcpResult:
 
     @property
     def exit_code(self) -> int:
-        bad_run = any(not e.run.dry_run and not e.run.ok for e in self.runs)
+        bad_run = any(not e.run.ok for e in self.runs)  # a dry run: networks unplaced
         bad_change = any(c.outcome is AgentChangeOutcome.FAILED for c in self.changes)
         return 1 if bad_run or bad_change or self.problems else 0
 
@@ -158,23 +159,37 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
         description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
     )
     if request.dry_run:
+        if first.run.unplaced:  # as the real run would: the agent stays enabled
+            ctx.notify(
+                f"DHCP agent {agent.host} would be left enabled: {len(first.run.unplaced)} "
+                "network(s) could not be placed and would stay on it"
+            )
+            return DhcpResult(request.action, (first,), problems=("agent left enabled",))
         planned = change_dhcp_agent(ctx.cloud, None, ctx.clock, change, dry_run=True, current=agent)
         return DhcpResult(request.action, (first,), (planned,))
+    runs = [first]
+    for _ in range(DRAIN_PASSES - 1):  # again while networks arrive on the agent
+        again = ctx.observe()
+        left = again.networks_of_agent(agent.id)
+        if not runs[-1].run.ok or not left:
+            break
+        ctx.notify(f"{len(left)} network(s) arrived on DHCP agent {agent.host} while it drained")
+        runs.append(_execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy)))
+    first = runs[-1]
     problems = _verify(ctx, first, agent)
     if problems or not first.run.ok:
         ctx.notify(
             f"DHCP agent {agent.host} left enabled: networks are still on it (a disabled "
             "agent drops its networks); fix the cause and drain again"
         )
-        return DhcpResult(request.action, (first,), problems=(*problems, "agent left enabled"))
+        return DhcpResult(request.action, tuple(runs), problems=(*problems, "agent left enabled"))
     disabled = change_dhcp_agent(
         ctx.cloud, ctx.journal, ctx.clock, change, dry_run=False, current=agent
     )
     if not disabled.ok:
         ctx.notify(f"DHCP agent {agent.host} could not be disabled: {disabled.detail}")
-        return DhcpResult(request.action, (first,), (disabled,))
+        return DhcpResult(request.action, tuple(runs), (disabled,))
     ctx.notify(f"DHCP agent {agent.host} disabled")
-    runs = [first]
     late = ctx.observe()
     if late.networks_of_agent(agent.id):
         ctx.notify(f"{len(late.networks_of_agent(agent.id))} network(s) landed meanwhile")
@@ -237,12 +252,7 @@ def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:
 
 def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> None:
     """Refuse while many DHCP agents look dead at once (safety rules 1, 2, 9)."""
-    if request.force:
-        return
-    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
-    if halt is not None:
-        message = halt.message.replace("enabled agents", "enabled DHCP agents")
-        raise SafetyHaltError(f"{message}; refusing to {words} (override with --force)")
+    refuse_when_fleet_down(snapshot.agents, words, force=request.force, which="DHCP agents")
 
 
 def _finish_interrupted(ctx: DhcpContext, request: DhcpRequest) -> None:
@@ -264,8 +274,9 @@ def _execute(
     require_dead_source: bool = False,
     fallbacks: bool = True,
 ) -> DhcpExecuted:
-    if request.move_budget is not None and len(plan.moves) > request.move_budget:
-        plan = replace(plan, moves=plan.moves[: request.move_budget])
+    kept, note = cut_to_budget(plan.moves, request.move_budget, lambda m: m.network_id)
+    if note:
+        plan = replace(plan, moves=kept, warnings=(*plan.warnings, note))
     executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
     run = executor.run(
         plan,

@@ -8,11 +8,13 @@ offline from a snapshot, so the two can never differ. A refusal is raised as
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
-from l3ha.model import Halt, Move, Plan, Snapshot
+from l3ha.model import Agent, Halt, Plan, Snapshot
 from l3ha.operations.request import Action, ActionRequest, PlacementRequest
 from l3ha.planner import (
     PlacementPolicy,
@@ -22,6 +24,8 @@ from l3ha.planner import (
     plan_rebalance,
     plan_repair,
 )
+
+M = TypeVar("M")
 
 #: What the fleet gate's refusal says each action would have done.
 _GATE_WORDS = {Action.HA_REPAIR: "repair HA routers"}
@@ -62,12 +66,21 @@ def select_routers(
 
 def gate_fleet(request: ActionRequest, snapshot: Snapshot) -> None:
     """Refuse every action while many agents look dead at once (safety rules 1, 2, 9)."""
-    if request.force:
+    words = _GATE_WORDS.get(request.action, request.action.value)
+    refuse_when_fleet_down(snapshot.agents, words, force=request.force)
+
+
+def refuse_when_fleet_down(
+    agents: Sequence[Agent], words: str, *, force: bool, which: str = "agents"
+) -> None:
+    """The fleet gate of every kind: ``SafetyHaltError`` while many of ``agents`` (its
+    ``which``) look dead at once, unless ``force``; ``words``: what was refused."""
+    if force:
         return
-    halt = api_fleet_gate(snapshot.agents, HealthPolicy())
+    halt = api_fleet_gate(agents, HealthPolicy())
     if halt is not None:
-        action = _GATE_WORDS.get(request.action, request.action.value)
-        raise SafetyHaltError(f"{halt.message}; refusing to {action} (override with --force)")
+        message = halt.message.replace("enabled agents", f"enabled {which}")
+        raise SafetyHaltError(f"{message}; refusing to {words} (override with --force)")
 
 
 def _evacuation_source(request: ActionRequest, snapshot: Snapshot) -> str:
@@ -162,27 +175,39 @@ def _ha_only(plan: Plan, snapshot: Snapshot) -> Plan:
 
 
 def within_budget(plan: Plan, budget: int | None) -> Plan:
-    """The leading moves of ``plan`` that fit ``budget`` (None: all), whole routers only.
-
-    A router's moves (an HA replica's add and remove) are kept or left out
-    together; what is left out waits for a later cycle, said in a warning.
-    """
-    if budget is None or len(plan.moves) <= budget:
+    """The leading moves of ``plan`` that fit ``budget`` (None: all), whole routers only
+    (``cut_to_budget``); what is left out waits for a later cycle, said in a warning."""
+    kept, note = cut_to_budget(plan.moves, budget, lambda m: m.router_id)
+    if not note:
         return plan
-    kept: list[Move] = []
-    routers: set[str] = set()
-    for index, move in enumerate(plan.moves):
-        if move.router_id not in routers:
-            rest = sum(1 for m in plan.moves[index:] if m.router_id == move.router_id)
-            if len(kept) + rest > budget:
-                break
-            routers.add(move.router_id)
-        kept.append(move)
-    left = len(plan.moves) - len(kept)
-    note = f"{left} move(s) left for later by the move budget ({budget})"
     return replace(
         plan,
-        moves=tuple(kept),
+        moves=kept,
         canary=min(plan.canary, len(kept)),
         warnings=(*plan.warnings, note),
     )
+
+
+def cut_to_budget(
+    moves: Sequence[M], budget: int | None, object_of: Callable[[M], str]
+) -> tuple[tuple[M, ...], str]:
+    """The leading ``moves`` that fit ``budget`` (None: all) and the warning of the cut
+    ("" when nothing is cut), for every kind of placement.
+
+    The moves of one object (an HA router's add and remove) are kept or left out
+    together.
+    """
+    if budget is None or len(moves) <= budget:
+        return tuple(moves), ""
+    kept: list[M] = []
+    objects: set[str] = set()
+    for index, move in enumerate(moves):
+        obj = object_of(move)
+        if obj not in objects:
+            rest = sum(1 for m in moves[index:] if object_of(m) == obj)
+            if len(kept) + rest > budget:
+                break
+            objects.add(obj)
+        kept.append(move)
+    left = len(moves) - len(kept)
+    return tuple(kept), f"{left} move(s) left for later by the move budget ({budget})"

@@ -90,8 +90,10 @@ class Executed:
 
     @property
     def exit_code(self) -> int:
+        """1 when a move failed or a router could not be placed; a dry run, whose moves are
+        only planned, ends as the real run would for the routers it cannot place."""
         if self.run.dry_run:
-            return 0
+            return 1 if self.plan.unplaceable else 0
         return max(self.run.exit_code, 1 if self.plan.unplaceable else 0)
 
 

@@ -25,12 +25,30 @@ class PlanBuilder:
 
 
 def replace_binding(
-    router: Router, source: Agent, targets: Targets, out: PlanBuilder, why: str
+    router: Router,
+    source: Agent,
+    targets: Targets,
+    out: PlanBuilder,
+    why: str,
+    *,
+    drop_surplus: bool = False,
 ) -> None:
-    """Move the router's binding off ``source`` (HA: replace the replica)."""
+    """Move the router's binding off ``source`` (HA: replace the replica).
+
+    ``drop_surplus`` (a drain): an HA router no agent can take another replica of,
+    but with at least two replicas on usable agents besides ``source`` (what an
+    interrupted replacement leaves), only loses its replica on ``source``.
+    """
     choice = targets.choose(router, exclude=(source.id,))
     out.warn(choice.warning)
     if choice.target is None:
+        others = _usable_replicas(router, source, targets)
+        if drop_surplus and router.ha and len(others) >= 2:
+            hosts = ", ".join(sorted(targets.by_id[a].host for a in others))
+            note = f"{why}; already has replicas on {hosts}"
+            out.moves.append(Move(router.id, MoveKind.REMOVE_REPLICA, None, source.id, note))
+            targets.state.remove(router, source.id)
+            return
         out.refuse(router.id, choice.reason)
         return
     host = targets.by_id[choice.target].host
@@ -44,6 +62,15 @@ def replace_binding(
     else:
         out.moves.append(Move(router.id, MoveKind.MOVE, choice.target, source.id, why))
     targets.state.move(router, source.id, choice.target)
+
+
+def _usable_replicas(router: Router, source: Agent, targets: Targets) -> list[str]:
+    """The agents other than ``source`` that hold the router (in this plan) and are usable."""
+    return [
+        a
+        for a in targets.state.agents_of(router.id)
+        if a != source.id and a in targets.by_id and targets.by_id[a].usable
+    ]
 
 
 def bind_router(router: Router, targets: Targets, out: PlanBuilder, why: str) -> None:

@@ -97,7 +97,8 @@ def plan_off_agent(
     canary_moves = 0
     for index, router in enumerate(canary + rest):
         note = "canary" if index < len(canary) else _load_note(state, router)
-        replace_binding(router, source, targets, out, f"{action} {source.host}: {note}")
+        why = f"{action} {source.host}: {note}"
+        replace_binding(router, source, targets, out, why, drop_surplus=action == "drain")
         if index == len(canary) - 1:
             canary_moves = len(out.moves)
     if action == "drain":
