@@ -72,7 +72,7 @@ def add_cloud_options(
     """
     from l3ha.cloud.options import cloud_option_actions
 
-    cloud = parser.add_argument_group("cloud (the openstack client's options)")
+    cloud = parser.add_argument_group("cloud")
     taken = parser._option_string_actions
     for action in cloud_option_actions():
         if not any(flag in taken for flag in action.option_strings):
@@ -201,7 +201,18 @@ def open_cloud(args: argparse.Namespace) -> NeutronCloud:
         timeout=timeout,
         api_rate=getattr(args, "api_rate", DEFAULT_API_RATE),
         sdk_arguments=sdk_arguments(args),
+        connection=_given_connection(args),
     )
+
+
+#: Where ``openstack l3ha ...`` (``l3ha.osc``) puts a function returning its SDK connection.
+CONNECTION_ATTR = "l3ha_sdk_connection"
+
+
+def _given_connection(args: argparse.Namespace) -> Any:
+    """The ``openstack`` client's SDK connection when running as its plugin, else ``None``."""
+    factory = getattr(args, CONNECTION_ATTR, None)
+    return factory() if factory is not None else None
 
 
 def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:

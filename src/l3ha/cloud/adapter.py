@@ -291,6 +291,7 @@ def connect(
     api_rate: float | None = None,
     check: bool = True,
     sdk_arguments: argparse.Namespace | None = None,
+    connection: Any = None,
 ) -> NeutronCloud:
     """Open the cloud named ``cloud`` (else ``OS_CLOUD``, else ``OS_*`` variables).
 
@@ -299,8 +300,10 @@ def connect(
     now, so a bad configuration, bad credentials or an unreachable API fail
     here with a one-line error rather than in the middle of a command.
     ``sdk_arguments``: the ``openstack`` client's options as parsed (``l3ha.cloud.options``).
+    ``connection``: an SDK connection already made (``openstack l3ha ...`` passes the
+    ``openstack`` client's), used instead of opening one.
     """
-    conn = open_connection(
+    conn = connection or open_connection(
         cloud, insecure=insecure, cacert=cacert, timeout=timeout, sdk_arguments=sdk_arguments
     )
     result = NeutronCloud(conn, clock=clock, workers=workers, timeout=timeout, api_rate=api_rate)
