@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -74,3 +75,24 @@ def test_a_bad_value_is_one_line_and_exit_2(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_timeout_wins_over_api_timeout(tmp_path: Path) -> None:
+    """A Neutron endpoint that accepts connections and never answers: ``--timeout 0.5``
+    bounds the connect check (two timeouts) although ``--api-timeout`` says 30."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        clouds = tmp_path / "clouds.yaml"
+        clouds.write_text(
+            f"clouds:\n  silent:\n    auth_type: none\n    network_endpoint_override: {url}\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        env["OS_CLIENT_CONFIG_FILE"] = str(clouds)
+        argv = ["agent", "list", "--os-cloud", "silent", "--api-timeout", "30", "--timeout", "0.5"]
+        done = subprocess.run(
+            [L3HA, *argv], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    assert done.returncode == 1
+    assert "no answer within 1 s" in done.stderr and done.stderr.count("\n") == 1, done.stderr
