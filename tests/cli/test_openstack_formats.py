@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -72,7 +73,11 @@ def test_fit_width_keeps_the_table_inside_max_width(
 
 @pytest.mark.parametrize(
     "argv",
-    [("agent", "list", "-f", "shell"), ("router", "show", "x", "-f", "csv")],
+    [
+        ("agent", "list", "-f", "shell"),
+        ("router", "show", "x", "-f", "csv"),
+        ("probe", "--tcp", "127.0.0.1:1", "-f", "csv"),  # a document: table, json or yaml
+    ],
 )
 def test_a_format_the_openstack_client_lacks_there_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
@@ -82,6 +87,12 @@ def test_a_format_the_openstack_client_lacks_there_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert done.value.code == 2
     assert err.count("\n") == 1 and "argument -f/--format: invalid choice" in err, err
+
+
+def test_history_sorts_by_a_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "history", "--state-dir", str(tmp_path), "--sort-column", "nope")
+    assert (code, out) == (2, "")
+    assert err.startswith("l3ha: error: unknown sort column nope; columns are: ")
 
 
 def test_an_unknown_sort_column_is_one_line_and_exit_2(

@@ -92,7 +92,23 @@ def add_format_options(
         default="table",
         help="output format (default: table)",
     )
-    group.add_argument(
+    add_column_option(group)
+    if not show:
+        _add_sort_options(group, long)
+    for formatter in formatters.values():
+        formatter().add_argument_group(parser)
+
+
+def add_document_format_options(parser: argparse.ArgumentParser) -> None:
+    """``-f table|json|yaml`` and ``-c COLUMN`` for a command printing one document whose
+    table view is a list of rows (``l3ha probe``'s summary)."""
+    add_format_options(parser, columns=False)
+    add_column_option(parser)
+
+
+def add_column_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``-c/--column COLUMN`` (repeatable)."""
+    parser.add_argument(
         "-c",
         "--column",
         action="append",
@@ -100,10 +116,6 @@ def add_format_options(
         metavar="COLUMN",
         help="show only this column, by key or header (repeatable)",
     )
-    if not show:
-        _add_sort_options(group, long)
-    for formatter in formatters.values():
-        formatter().add_argument_group(parser)
 
 
 def _add_sort_options(group: argparse._ArgumentGroup, long: bool) -> None:
