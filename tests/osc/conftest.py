@@ -34,16 +34,16 @@ class Commands:
         self.env["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
         self.env["L3HA_STATE_DIR"] = str(state_dir)
 
-    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             argv, env=self.env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False
         )
 
     def openstack(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self._run([self.openstack_path, "--os-cloud", self.cloud, *args])
+        return self.run([self.openstack_path, "--os-cloud", self.cloud, *args])
 
     def l3ha(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self._run([self.l3ha_path, *args, "--os-cloud", self.cloud])
+        return self.run([self.l3ha_path, *args, "--os-cloud", self.cloud])
 
     def openstack_json(self, *args: str) -> Any:
         done = self.openstack(*args, "-f", "json")

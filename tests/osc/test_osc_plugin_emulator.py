@@ -133,3 +133,22 @@ def test_an_l3ha_error_is_one_line_with_l3ha_exit_code(
     live = commands.openstack("l3ha", "evacuate", "net-2")  # a live agent: refused
     assert live.returncode == 3, live.stderr
     assert routers_by_host(emulator) == before
+
+
+def test_the_openstack_clients_own_auth_options_apply(tmp_path: Path) -> None:
+    """No clouds.yaml: ``openstack --os-auth-url ... --os-password ... l3ha agent list``
+    authenticates with the emulator's Keystone; a wrong password gets no list."""
+    with Emulator(EmulatorConfig(agents=2, routers=2, keystone=True), clock=None) as emu:
+        commands = Commands(tmp_path / "none.yaml", CLOUD, tmp_path / "state")
+        auth = emu.clouds_entry()["auth"]
+        options = [
+            "--os-auth-url", auth["auth_url"], "--os-username", auth["username"],
+            "--os-project-name", auth["project_name"], "--os-user-domain-name", "Default",
+            "--os-project-domain-name", "Default", "--os-region-name", "RegionOne",
+        ]  # fmt: skip
+        base = [commands.openstack_path, *options]
+        ok = commands.run([*base, "--os-password", auth["password"], "l3ha", "agent", "list"])
+        assert ok.returncode == 0, ok.stderr
+        assert "| net-1 |" in ok.stdout and "| net-2 |" in ok.stdout
+        refused = commands.run([*base, "--os-password", "wrong", "l3ha", "agent", "list"])
+        assert refused.returncode != 0 and "net-1" not in refused.stdout
