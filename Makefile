@@ -33,6 +33,7 @@ $(NEUTRON_VENV)/.installed: tests/neutron_server/requirements.txt
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # The whole suite; pytest's exit code 5 (no tests collected) is not a failure.
 test: $(VENV)/.installed system-deps $(NEUTRON_VENV)/.installed lint

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from l3ha.emulator import Emulator, EmulatorConfig
-from l3ha.emulator.world import RouterRec
+from l3ha.emulator.records import RouterRec
 
 HOSTS = ("net-1", "net-2", "net-3")
 UPGRADE_S = 5.0

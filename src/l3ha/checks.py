@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
 from l3ha.model import Snapshot
 from l3ha.weights import WeightPolicy
+
+ALL_CLEAR = "all routers hosted on live agents, HA routers healthy, load balanced"
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class Problem:
     kind: str
     detail: str
     router_ids: tuple[str, ...] = ()
+    leads: bool = False  # said first in the status line, whatever its severity (a halt)
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,15 @@ class CheckResult:
 
     def status_line(self) -> str:
         """``L3HA CRITICAL - ... | key=value ...``"""
-        if self.problems:
-            worst = [p for p in self.problems if p.severity == self.severity]
-            text = "; ".join(p.detail for p in worst[:3])
-            if len(self.problems) > 3:
-                text += f" (+{len(self.problems) - 3} more)"
+        if self.severity is Severity.OK:  # what an OK check has to say, after the all-clear
+            text = "; ".join([ALL_CLEAR, *(p.detail for p in self.problems)])
         else:
-            text = "all routers hosted on live agents, HA routers healthy, load balanced"
+            leading = [p for p in self.problems if p.leads]
+            worst = [p for p in self.problems if p.severity == self.severity and not p.leads]
+            shown = [*leading, *worst][: max(3, len(leading))]
+            text = "; ".join(p.detail for p in shown)
+            if len(self.problems) > len(shown):
+                text += f" (+{len(self.problems) - len(shown)} more)"
         perf = " ".join(f"{k}={v}" for k, v in self.perfdata.items())
         return f"L3HA {self.severity.name} - {text} | {perf}"
 
@@ -59,16 +65,18 @@ def run_check(
     *,
     watch_status: Mapping[str, Any] | None = None,
     now: float = 0.0,
+    expect_daemon: bool = False,
 ) -> CheckResult:
     """Evaluate the snapshot; ``imbalance_threshold`` is percent over the mean agent load.
 
     ``watch_status``: the watch daemon's status file (``l3ha.daemon.status``),
-    judged at unix time ``now``: its halts and partitioned agents are warnings,
-    and so is a status that has not been refreshed for a while.
+    judged at unix time ``now``: its halts lead the status line, they and
+    partitioned agents are warnings, and so is a status that has not been
+    refreshed for a while. A daemon that stopped cleanly is said in an OK line;
+    with ``expect_daemon`` it, or no status at all, is a warning.
     """
     problems = [*_dead_agents(snapshot), *_unhosted(snapshot)]
-    if watch_status is not None:
-        problems += watch_problems(watch_status, now)
+    problems += watch_problems(watch_status, now, expect_daemon)
     ha_findings = audit_ha_routers(snapshot, replicas=replicas)
     problems += _ha_problems(ha_findings)
     problems += _imbalance(snapshot, imbalance_threshold, weights or WeightPolicy())
@@ -180,12 +188,29 @@ def _halt_problems(halts: Any, kind: str, words: str) -> list[Problem]:
     for halt in halts if isinstance(halts, list) else []:
         reason = halt.get("reason", "?") if isinstance(halt, Mapping) else "?"
         message = halt.get("message", "") if isinstance(halt, Mapping) else str(halt)
-        out.append(Problem(Severity.WARNING, f"{kind}_{reason}", f"{words} ({reason}): {message}"))
+        detail = f"{words} ({reason}): {message}"
+        out.append(Problem(Severity.WARNING, f"{kind}_{reason}", detail, leads=True))
     return out
 
 
-def watch_problems(status: Mapping[str, Any], now: float) -> list[Problem]:
+def _not_watching(status: Mapping[str, Any] | None, expect_daemon: bool) -> list[Problem]:
+    """No daemon status, or a daemon that stopped cleanly: a warning only when one is expected."""
+    severity = Severity.WARNING if expect_daemon else Severity.OK
+    if status is None:
+        return [Problem(severity, "watch_absent", "no status from 'l3ha watch' here")]
+    when = datetime.fromtimestamp(float(status.get("updated", 0.0)), UTC)
+    detail = f"'l3ha watch' stopped cleanly at {when:%Y-%m-%d %H:%M:%S} UTC"
+    return [Problem(severity, "watch_stopped", detail)]
+
+
+def watch_problems(
+    status: Mapping[str, Any] | None, now: float, expect_daemon: bool = False
+) -> list[Problem]:
     """What the watch daemon's status says an operator should know."""
+    if status is None:
+        return _not_watching(None, expect_daemon) if expect_daemon else []
+    if status.get("state") == "stopped":
+        return _not_watching(status, expect_daemon)
     out = []
     updated = float(status.get("updated", 0.0))
     interval = float(status.get("interval", 10.0))

@@ -8,13 +8,17 @@ is SUSPECT once it has missed a heartbeat (silent for longer than
 longer than ``agent_down_time`` *and* was seen late on
 ``dead_after_observations`` consecutive observations (rule 6): one odd reading
 never condemns an agent, and when l3ha observes more often than agents report,
-the verdict comes at ``agent_down_time``, not N intervals after it. A restarted
+the verdict comes at ``agent_down_time``, not N intervals after it. An agent is
+ALIVE only once l3ha has seen its heartbeat change: until then it is OBSERVING
+(never a move target, never a move source, never counted as settled), and so
+again is an agent that was late when a broad outage's recovery wiped its
+silence (it must beat again to be alive). A restarted
 agent gets a grace period that grows with the routers it
 hosts (rule 8); a DEAD agent whose data plane still answers is PARTITIONED and
 never acted on (``mark_partitioned``).
 
-The fleet gates (``fleet_gate``) freeze every automatic move and say why
-(rule 9):
+The fleet gates (``fleet_halts``: every gate that holds, most telling first) freeze
+every automatic move while any holds, and say why (rule 9):
 
 - many agents *late* at once, in the fleet or in one availability zone: the
   fault is in the control plane, not the agents (rules 1, 2). An agent is late
@@ -53,11 +57,16 @@ class Verdict(StrEnum):
     """l3ha's judgement of one agent."""
 
     ALIVE = "alive"
+    OBSERVING = "observing"  # no heartbeat change seen yet: not known alive, not late either
     SUSPECT = "suspect"  # heartbeat stale, not yet for enough observations
     DEAD = "dead"
     GRACE = "grace"  # restarted recently: not judged yet
     DISABLED = "disabled"
     PARTITIONED = "partitioned"  # would be dead, but its data plane still answers
+
+
+#: Verdicts that call for no one's attention (logged at INFO, not WARNING).
+CALM_VERDICTS = frozenset({Verdict.ALIVE, Verdict.OBSERVING})
 
 
 # --- policy --------------------------------------------------------------------------
@@ -141,6 +150,7 @@ class AgentTrack:
     zone: str = "nova"
     enabled: bool = True
     counted_from: float = -math.inf  # silence before this (a broad outage) does not count
+    beat_seen: bool = False  # a heartbeat change seen (since the silence was last discounted)
 
     def silence(self, now: float) -> float:
         """Seconds of silence that count against the agent at ``now``."""
@@ -214,7 +224,7 @@ def _track(old: AgentTrack | None, agent: Agent, now: float) -> AgentTrack:
         )
     track = replace(old, zone=zone, enabled=enabled)
     if agent.heartbeat_timestamp != old.heartbeat:
-        track = replace(track, heartbeat=agent.heartbeat_timestamp, changed_at=now)
+        track = replace(track, heartbeat=agent.heartbeat_timestamp, changed_at=now, beat_seen=True)
     if agent.started_at != old.started_at:
         track = replace(track, started_at=agent.started_at, restarted_at=now)
     return track
@@ -237,15 +247,22 @@ def _outages(
     enabled = [(aid, t) for aid, t in tracks.items() if t.enabled]
     fleet = _next_outage(state.fleet, enabled, now, policy)
     if _recovered(state.fleet, fleet):
-        tracks = {aid: replace(t, counted_from=now) for aid, t in tracks.items()}
+        tracks = {aid: _discount(t, now, policy) for aid, t in tracks.items()}
     zones: dict[str, Outage] = {}
     for zone in sorted({t.zone for _, t in enabled}):
         members = [(aid, t) for aid, t in enabled if t.zone == zone]
         zones[zone] = _next_outage(state.zones.get(zone, Outage()), members, now, policy)
         if _recovered(state.zones.get(zone, Outage()), zones[zone]):
             for aid, _ in members:
-                tracks[aid] = replace(tracks[aid], counted_from=now)
+                tracks[aid] = _discount(tracks[aid], now, policy)
     return fleet, zones, tracks
+
+
+def _discount(track: AgentTrack, now: float, policy: HealthPolicy) -> AgentTrack:
+    """A recovery ends: silence until ``now`` no longer counts, and an agent late until now
+    is observed afresh (OBSERVING until it beats), never taken for alive."""
+    beating = track.beat_seen and track.silence(now) <= policy.late_after
+    return replace(track, counted_from=now, beat_seen=beating)
 
 
 def _next_outage(
@@ -316,7 +333,7 @@ def _verdict(
         return Verdict.DEAD
     if track.stale_observations > 0:
         return Verdict.SUSPECT
-    return Verdict.ALIVE
+    return Verdict.ALIVE if track.beat_seen else Verdict.OBSERVING
 
 
 def dead_candidates(verdict_of: Mapping[str, Verdict]) -> list[str]:
@@ -343,14 +360,6 @@ def summarize(verdict_of: Mapping[str, Verdict]) -> dict[str, int]:
 
 
 # --- gates ---------------------------------------------------------------------------
-
-
-def fleet_gate(
-    state: HealthState, verdict_of: Mapping[str, Verdict], now: float, policy: HealthPolicy
-) -> Halt | None:
-    """The first of ``fleet_halts``: a Halt when acting now would be unsafe, else None."""
-    halts = fleet_halts(state, verdict_of, now, policy)
-    return halts[0] if halts else None
 
 
 def fleet_halts(

@@ -15,6 +15,9 @@ from functools import cached_property
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
 
+#: The shortest id prefix that names an agent or a router (when unique).
+MIN_ID_PREFIX = 4
+
 
 class AgentMode(StrEnum):
     """The ``agent_mode`` of an L3 agent."""
@@ -150,17 +153,22 @@ class Snapshot:
         return resolve_agent(self.agents, ref)
 
     def find_router(self, ref: str) -> Router:
-        """Resolve a router given by id or by a unique name."""
+        """Resolve a router given by id, a unique name or a unique id prefix (at least
+        ``MIN_ID_PREFIX`` characters, as for agents)."""
         if ref in self.routers_by_id:
             return self.routers_by_id[ref]
-        named = [r for r in self.routers if r.name and r.name == ref]
-        if len(named) == 1:
-            return named[0]
-        if named:
-            raise AmbiguousError(
-                f"router name {ref!r} is ambiguous: {candidates_text(r.id for r in named)}"
-            )
-        raise NotFoundError(f"no router with id or name {ref!r}")
+        prefix = ref if len(ref) >= MIN_ID_PREFIX else None
+        for what, found in (
+            ("name", [r for r in self.routers if r.name and r.name == ref]),
+            ("id prefix", [r for r in self.routers if prefix and r.id.startswith(prefix)]),
+        ):
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise AmbiguousError(
+                    f"router {what} {ref!r} is ambiguous: {candidates_text(r.id for r in found)}"
+                )
+        raise NotFoundError(f"no router with id, name or id prefix {ref!r}")
 
 
 def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
@@ -175,7 +183,7 @@ def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
     if by_host:
         choices = candidates_text(f"{a.id} ({a.mode})" for a in by_host)
         raise AmbiguousError(f"host {ref!r} has several L3 agents: {choices}; give the agent id")
-    if len(ref) >= 4:
+    if len(ref) >= MIN_ID_PREFIX:
         by_prefix = [a for a in agents if a.id.startswith(ref)]
         if len(by_prefix) == 1:
             return by_prefix[0]

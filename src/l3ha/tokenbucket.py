@@ -9,8 +9,10 @@ another (``--api-rate``), shared by every thread that calls the API.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from l3ha.clock import Clock
+if TYPE_CHECKING:  # the protocol only: the bucket never reads a clock of its own
+    from l3ha.clock import Clock
 
 
 class TokenBucket:

@@ -2,33 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 
-CLOUD = "l3ha-emulator"
-
-
-def fast_config(**overrides: object) -> EmulatorConfig:
-    """5 agents in 2 AZs, 40 routers (5 busy, 4 HA), agents that process in tens of ms."""
-    settings: dict[str, object] = dict(
-        agents=5,
-        routers=40,
-        busy=5,
-        ha_routers=4,
-        azs=2,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.02,
-        router_port_time=0.005,
-        seed=7,
-    )
-    settings.update(overrides)
-    return EmulatorConfig(**settings)  # type: ignore[arg-type]
+#: 5 agents in 2 AZs, 40 routers (5 busy, 4 HA), agents that process in tens of ms.
+ACTIONS_CLOUD = {
+    **FAST,
+    "agents": 5,
+    "routers": 40,
+    "busy": 5,
+    "ha_routers": 4,
+    "azs": 2,
+    "seed": 7,
+}
 
 
 @pytest.fixture
@@ -37,11 +30,11 @@ def cloud_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emula
     for key in ("OS_AUTH_TYPE", "OS_ENDPOINT", "OS_AUTH_URL", "OS_PASSWORD", "OS_TOKEN"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("L3HA_STATE_DIR", str(tmp_path / "state"))
-    with Emulator(fast_config(), clock=None) as emu:
-        path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        monkeypatch.setenv("OS_CLOUD", CLOUD)
-        yield emu
+    with emulated_cloud(
+        Clocking.REAL, workdir=tmp_path, environ=os.environ, **ACTIONS_CLOUD
+    ) as cloud:
+        assert cloud.emulator is not None
+        yield cloud.emulator
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:

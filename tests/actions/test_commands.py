@@ -10,10 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.actions.conftest import CLOUD, wait_for
+from tests.actions.conftest import wait_for
 
 from l3ha.cli.main import main
 from l3ha.cloud.adapter import connect
+from l3ha.emulator import CLOUD_NAME as CLOUD
 from l3ha.emulator import Emulator
 from l3ha.model import Snapshot
 from l3ha.weights import WeightPolicy

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.cli.conftest import CLOUD, small_config
 from tests.cloud.neutron_fake import closed_port
 
 from l3ha.cli.main import main
 from l3ha.cloud.adapter import connect
+from l3ha.emulator import CLOUD_NAME as CLOUD
 from l3ha.emulator import Emulator
+from l3ha.emulator.testing import SMALL, Clocking, emulated_cloud
 from l3ha.snapshotfile import load_snapshot
 
 
@@ -289,8 +290,8 @@ def test_missing_cloud_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) ->
 def test_bad_credentials_are_one_line_exit_2_without_the_password(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Emulator(small_config(keystone=True)) as emu:
-        config = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name="kc")
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name="kc", **{**SMALL, "keystone": True}):
+        config = tmp_path / "clouds.yaml"
         good = config.read_text(encoding="utf-8")
         monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(config))
         code, out, err = _run(capsys, "agent", "list", "--os-cloud", "kc", "-c", "host")
@@ -343,8 +344,9 @@ def test_debug_logging_shows_no_password_or_token(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with Emulator(small_config(keystone=True, password="Pw-9f8e7d")) as emu:
-        config = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name="kc")
+    settings = {**SMALL, "keystone": True, "password": "Pw-9f8e7d"}
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name="kc", **settings):
+        config = tmp_path / "clouds.yaml"
         monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(config))
         code, _, err = _run(capsys, "-vv", "agent", "list", "--os-cloud", "kc")
     assert code == 0, err

@@ -13,18 +13,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.cli.conftest import small_config
 
-from l3ha.clock import ManualClock
 from l3ha.emulator import Emulator
+from l3ha.emulator.testing import SMALL, Clocking, emulated_cloud
 
 L3HA = str(Path(sys.executable).parent / "l3ha")
 
 
 @pytest.fixture(scope="module")
 def keystone_emulator() -> Iterator[Emulator]:
-    with Emulator(small_config(keystone=True), clock=ManualClock()) as emu:
-        yield emu
+    with emulated_cloud(Clocking.MANUAL, keystone=True, **SMALL) as cloud:
+        assert cloud.emulator is not None
+        yield cloud.emulator
 
 
 def l3ha(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.cli.conftest import CLOUD
 
 from l3ha.cli.main import main
 from l3ha.cloud.adapter import connect
 from l3ha.emulator import Emulator
+from l3ha.emulator.server import CLOUD_NAME as CLOUD
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -72,7 +72,9 @@ def test_show_of_an_unknown_object_or_field_is_one_line_and_exit_2(
     emulator: Emulator, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "router", "show", "no-such-router")
-    assert code == 2 and "no router with id or name 'no-such-router'" in one_line_error(err)
+    assert code == 2 and "no router with id, name or id prefix 'no-such-router'" in one_line_error(
+        err
+    )
     code, _, err = run(capsys, "agent", "show", "net-9")
     assert code == 2 and "no L3 agent with host or id 'net-9'" in one_line_error(err)
     code, _, err = run(capsys, "agent", "show", "net-1", "-c", "colour")

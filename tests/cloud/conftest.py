@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from tests.cloud.neutron_fake import FakeNeutron
 
-from l3ha.clock import ManualClock
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import SMALL, Clocking, emulated_cloud
 
 
 @pytest.fixture
@@ -29,18 +29,9 @@ def noauth_env(fake: FakeNeutron, monkeypatch: pytest.MonkeyPatch) -> FakeNeutro
 
 @pytest.fixture
 def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    """A small emulated cloud on a ManualClock, named ``l3ha-emulator`` in OS_CLIENT_CONFIG_FILE."""
-    config = EmulatorConfig(
-        agents=4,
-        routers=20,
-        busy=2,
-        ha_routers=2,
-        azs=2,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.05,
-    )
-    with Emulator(config, clock=ManualClock()) as emu:
-        path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name="l3ha-emulator")
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        yield emu
+    """The small cloud (``SMALL``) on a ManualClock, named ``l3ha-emulator`` in
+    OS_CLIENT_CONFIG_FILE."""
+    with emulated_cloud(Clocking.MANUAL, workdir=tmp_path, **SMALL) as cloud:
+        assert cloud.emulator is not None and cloud.clouds_yaml is not None
+        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(cloud.clouds_yaml))
+        yield cloud.emulator

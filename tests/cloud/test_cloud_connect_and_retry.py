@@ -21,7 +21,8 @@ from tests.cloud.neutron_fake import closed_port
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.sdk_errors import run_with_deadline
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 from l3ha.errors import AuthError, ConfigError, ConflictError, ServerError, UnreachableError
 
 L3HA = [sys.executable, "-m", "l3ha.cli.main"]
@@ -36,11 +37,10 @@ KEYSTONE_USER = {
 @pytest.fixture
 def keystone_emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
     """An emulator that requires Keystone tokens; only the user's OS_* names are set."""
-    config = EmulatorConfig(agents=2, routers=4, keystone=True)
-    with Emulator(config, clock=ManualClock()) as emu:
+    with emulated_cloud(Clocking.MANUAL, agents=2, routers=4, keystone=True) as cloud:
         for key, value in KEYSTONE_USER.items():
             monkeypatch.setenv(key, value)
-        yield emu
+        yield cloud.emulator
 
 
 def _cli_env(**extra: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ and handed out one per request, so every test owns the agents it changes.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -31,8 +32,9 @@ class EmulatorBackend:
 
     name = "emulator"
 
-    def __init__(self, emulator: Any) -> None:
+    def __init__(self, emulator: Any, running: contextlib.ExitStack) -> None:
         self.emulator = emulator
+        self._running = running  # stops the emulator
         self.url: str = emulator.url
         self.api = Api(self.url)
         self._ids: dict[str, str] = emulator.agent_ids_by_host()
@@ -44,20 +46,24 @@ class EmulatorBackend:
 
     @classmethod
     def start(cls) -> EmulatorBackend:
-        from l3ha.clock import ManualClock
-        from l3ha.emulator import Emulator, EmulatorConfig
+        from l3ha.emulator.testing import Clocking, emulated_cloud
 
-        config = EmulatorConfig(
-            agents=LEGACY_AGENTS,
-            routers=1,
-            dvr_routers=1,
-            dhcp_agents=DHCP_AGENTS,
-            dhcp_host_prefix="dhcp",
+        running = contextlib.ExitStack()
+        cloud = running.enter_context(
+            emulated_cloud(
+                Clocking.MANUAL,
+                agents=LEGACY_AGENTS,
+                routers=1,
+                dvr_routers=1,
+                dhcp_agents=DHCP_AGENTS,
+                dhcp_host_prefix="dhcp",
+            )
         )
-        return cls(Emulator(config, clock=ManualClock()).start())
+        assert cloud.emulator is not None
+        return cls(cloud.emulator, running)
 
     def stop(self) -> None:
-        self.emulator.stop()
+        self._running.close()
 
     def new_agent(self, mode: str = "legacy") -> AgentRef:
         """An agent no other test has used (the one dvr agent is shared: tests only read it)."""
@@ -146,7 +152,7 @@ class EmulatorBackend:
     def router_with_usage(self, interfaces: int, floating_ips: int) -> str:
         """A router with ``interfaces`` interface ports and ``floating_ips`` floating IPs, put
         into the emulated world directly (the emulator has no API to create networks)."""
-        from l3ha.emulator.world import OWNER_GATEWAY, OWNER_INTERFACE
+        from l3ha.emulator.records import OWNER_GATEWAY, OWNER_INTERFACE
 
         emu = self.emulator
         with emu.world.lock:

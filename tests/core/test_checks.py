@@ -102,3 +102,39 @@ def test_the_watch_daemons_halts_partitions_and_silence_are_warnings() -> None:
     assert result.severity is Severity.WARNING
     assert "watch halted (control_plane_suspect)" in result.status_line()
     assert run_check(world).severity is Severity.OK
+
+
+def test_a_halt_leads_the_status_line_before_the_dead_agents_it_explains() -> None:
+    dead = tuple(Agent(f"a{i}", f"net-{i}", alive=False) for i in range(1, 5))
+    routers = tuple(Router(id=f"r{i}") for i in range(8))
+    bindings = tuple(Binding(r.id, dead[i % 4].id) for i, r in enumerate(routers))
+    now = 1_000_000.0
+    halted = {
+        "updated": now - 5,
+        "interval": 10,
+        "halts": [{"reason": "broad_outage", "message": "4 of 4 agents look dead"}],
+    }
+    result = run_check(Snapshot(dead, routers, bindings), watch_status=halted, now=now)
+    assert result.severity is Severity.CRITICAL
+    line = result.status_line()
+    assert line.startswith("L3HA CRITICAL - watch halted (broad_outage): 4 of 4 agents look dead;")
+    assert "dead agent net-1 hosts 2 router(s)" in line and "(+2 more)" in line
+
+
+def test_a_cleanly_stopped_daemon_is_ok_unless_one_is_expected() -> None:
+    routers, bindings = _spread(10)
+    world = Snapshot(AGENTS, routers, bindings)
+    now = 1_000_000.0
+    stopped = {"state": "stopped", "updated": 0.0, "interval": 10, "halts": []}
+    result = run_check(world, watch_status=stopped, now=now)  # stopped for 11 days: not stale
+    assert result.severity is Severity.OK
+    line = result.status_line()
+    assert line.count("'l3ha watch' stopped cleanly at 1970-01-01 00:00:00 UTC") == 1
+    assert "stale" not in line and line.startswith("L3HA OK - all routers hosted")
+    expected = run_check(world, watch_status=stopped, now=now, expect_daemon=True)
+    assert expected.severity is Severity.WARNING
+    assert "stopped cleanly" in expected.status_line()
+    absent = run_check(world, now=now, expect_daemon=True)
+    assert absent.severity is Severity.WARNING
+    assert "no status from 'l3ha watch' here" in absent.status_line()
+    assert run_check(world, now=now).status_line().count(";") == 0  # no daemon, not expected

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pytest
@@ -25,7 +25,6 @@ from l3ha.health import (
     Verdict,
     api_fleet_gate,
     dead_candidates,
-    fleet_gate,
     fleet_halts,
     mark_partitioned,
     observe,
@@ -180,7 +179,8 @@ def test_restarted_agent_that_goes_silent_is_not_acted_on_during_its_grace() -> 
     big = {"n01": 1000}  # grace of 530 s
     for step in steps:
         v = verdicts(step.state, sim.agents(step.t), step.t, POLICY, big)
-        assert v["n01"] in (Verdict.ALIVE, Verdict.GRACE)
+        first = step is steps[0]  # nothing seen yet: observing, no more alive than dead
+        assert v["n01"] in ((Verdict.OBSERVING,) if first else (Verdict.ALIVE, Verdict.GRACE))
         assert dead_candidates(v) == []
 
 
@@ -191,7 +191,7 @@ def test_disabled_agent_is_not_judged_dead_nor_counted_by_the_gate() -> None:
         state = observe(state, agents, float(t), POLICY)  # nobody's heartbeat ever changes
     v = verdicts(state, agents, 290.0, POLICY)
     assert [v[f"a{i}"] for i in range(3)] == [Verdict.DISABLED] * 3
-    halt = fleet_gate(state, v, 290.0, POLICY)
+    halt = next(iter(fleet_halts(state, v, 290.0, POLICY)), None)
     assert halt is not None and "2 of 2 agents" in halt.message  # disabled ones not counted
 
 
@@ -225,7 +225,7 @@ def test_partitioned_agents_still_count_towards_a_broad_outage() -> None:
     sim = fleet(5, silences=silence(["n00", "n01", "n02"], 50.0))
     last = sim.run(300)[-1]
     marked = mark_partitioned(last.verdicts, {"n00", "n01", "n02"})
-    halt = fleet_gate(last.state, marked, last.t, POLICY)
+    halt = next(iter(fleet_halts(last.state, marked, last.t, POLICY)), None)
     assert halt is not None and halt.reason == HaltReason.CONTROL_PLANE_SUSPECT
 
 
@@ -250,7 +250,7 @@ def test_fraction_gate(agents: int, silent: int, halts: bool) -> None:
     sim = fleet(agents)
     sim.silences = silence([f"n{i:02d}" for i in range(silent)], 60.0)
     last = sim.run(400)[-1]
-    halt = fleet_gate(last.state, last.verdicts, last.t, POLICY)
+    halt = next(iter(fleet_halts(last.state, last.verdicts, last.t, POLICY)), None)
     assert (halt is not None) == halts
     assert sum(v == Verdict.DEAD for v in last.verdicts.values()) == silent
     if halts:
@@ -312,6 +312,36 @@ def test_rabbitmq_restart_with_staggered_reconnection_halts_then_lifts() -> None
     grace = [s for s in steps if s.reasons == {HaltReason.RECOVERY_GRACE}]
     assert grace[-1].t - grace[0].t >= D - sim.interval
     assert steps[-1].halts == [] and set(steps[-1].verdicts.values()) == {Verdict.ALIVE}
+
+
+def test_unobserved_is_not_alive_an_agent_is_observing_until_its_heartbeat_changes() -> None:
+    stale = Agent("a", "net-1", alive=False, heartbeat_timestamp="hb-14s-ago")
+    state = observe(HealthState(), [stale], 0.0, POLICY)  # 'l3ha watch --once'
+    assert verdicts(state, [stale], 0.0, POLICY) == {"a": Verdict.OBSERVING}
+    state = observe(state, [stale], 10.0, POLICY)
+    assert verdicts(state, [stale], 10.0, POLICY) == {"a": Verdict.OBSERVING}
+    beating = replace(stale, heartbeat_timestamp="hb-now")
+    state = observe(state, [beating], 20.0, POLICY)
+    assert verdicts(state, [beating], 20.0, POLICY) == {"a": Verdict.ALIVE}
+
+
+def test_a_silent_agent_is_observing_then_suspect_then_dead_never_alive() -> None:
+    steps = fleet(10, silences=silence(["n03"], -100.0)).run(300)
+    seen = [s.verdicts["n03"] for s in steps]
+    assert Verdict.ALIVE not in seen and seen[0] is Verdict.OBSERVING and seen[-1] is Verdict.DEAD
+    assert {s.verdicts["n00"] for s in steps if s.t > R} == {Verdict.ALIVE}  # it beat by then
+
+
+def test_after_a_broad_outage_a_dead_agent_is_observing_never_alive_again() -> None:
+    names = [f"n{i:02d}" for i in range(10)]
+    silences = {a: [(75.0, 300.0)] for a in names}
+    silences["n04"] = [(75.0, FOREVER)]
+    steps = fleet(10, silences=silences).run(1000)
+    after = [s for s in steps if s.t > 300.0]
+    assert Verdict.ALIVE not in {s.verdicts["n04"] for s in after}
+    assert Verdict.OBSERVING in {s.verdicts["n04"] for s in after}
+    assert after[-1].verdicts["n04"] is Verdict.DEAD
+    assert after[-1].verdicts["n00"] is Verdict.ALIVE
 
 
 def test_agent_that_never_comes_back_after_a_broad_outage_is_dead_once_the_gates_lift() -> None:

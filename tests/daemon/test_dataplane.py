@@ -11,10 +11,12 @@ import asyncio
 import contextlib
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
+from tests.daemon.norights import needs_root_tools, run_without_raw_sockets
 
 from l3ha.daemon.dataplane import (
     ProbeKind,
@@ -200,5 +202,30 @@ def test_icmp_echo_from_loopback_addresses_answers() -> None:
     assert probe_gateways(spec, addresses, timeout=1.0) == addresses
 
 
-def test_tcp_probe_is_always_possible() -> None:
-    ensure_probe_possible(ProbeSpec(ProbeKind.TCP, 80))
+CHILD = """
+import socket, sys
+from l3ha.daemon.dataplane import ensure_probe_possible, parse_probe_spec, probe_gateways
+from l3ha.errors import BadInputError
+from tests.daemon.norights import needs_root_tools, run_without_raw_sockets
+
+listener = socket.create_server(("127.0.0.1", 0))
+tcp = parse_probe_spec(f"tcp:{listener.getsockname()[1]}")
+ensure_probe_possible(tcp)
+print("tcp", probe_gateways(tcp, ["127.0.0.1"], timeout=2.0))
+try:
+    ensure_probe_possible(parse_probe_spec("icmp"))
+    print("icmp possible")
+except BadInputError as err:
+    print("icmp refused:", err)
+"""
+
+
+@needs_root_tools
+def test_tcp_probe_needs_no_rights_where_icmp_is_refused() -> None:
+    """Without CAP_NET_RAW or unprivileged ICMP, the TCP probe still starts and answers,
+    and the ICMP probe is refused at start-up with one line."""
+    result = run_without_raw_sockets([sys.executable, "-c", CHILD])
+    assert result.returncode == 0, result.stderr
+    tcp_line, icmp_line = result.stdout.splitlines()
+    assert tcp_line == "tcp ['127.0.0.1']"
+    assert icmp_line.startswith("icmp refused: cannot open an ICMP socket")

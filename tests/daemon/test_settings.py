@@ -12,6 +12,7 @@ import pytest
 from oslo_config import cfg, generator
 
 from l3ha.cli.main import main
+from l3ha.daemon.dataplane import parse_probe_spec
 from l3ha.daemon.settings import (
     WatchSettings,
     add_watch_arguments,
@@ -58,7 +59,7 @@ def test_defaults_without_files_or_flags(tmp_path: Path) -> None:
     s = settings(tmp_path)
     assert (s.interval, s.once, s.dry_run) == (10.0, False, False)
     assert (s.dead_after, s.dead_observations, s.max_dead_fraction) == (75.0, 3, 0.55)
-    assert (s.dataplane_probe, s.probe_kind, s.probe_port, s.probe_routers) == ("", None, None, 3)
+    assert (s.dataplane_probe, s.probe_routers) == ("", 3)
     assert (s.max_moves_per_minute, s.disrupted_moves_per_minute) == (600.0, 60.0)
     assert (s.max_moves_per_cycle, s.full_resync, s.concurrency) == (400, 30, 8)
     assert (s.shutdown_timeout, s.port_timeout) == (60.0, 300.0)
@@ -163,13 +164,12 @@ def test_bad_flags_are_one_line_bad_input_errors(
 
 
 @pytest.mark.parametrize(
-    ("probe", "kind", "port"), [("tcp:7", "tcp", 7), ("icmp", "icmp", None), ("", None, None)]
+    ("probe", "kind", "port"), [("tcp:7", "tcp", 7), ("icmp", "icmp", 0), ("ICMP ", "icmp", 0)]
 )
-def test_dataplane_probe_forms(
-    tmp_path: Path, probe: str, kind: str | None, port: int | None
-) -> None:
+def test_dataplane_probe_forms(tmp_path: Path, probe: str, kind: str, port: int) -> None:
     s = settings(tmp_path, f"--dataplane-probe={probe}")
-    assert (s.dataplane_probe, s.probe_kind, s.probe_port) == (probe, kind, port)
+    spec = parse_probe_spec(s.dataplane_probe)
+    assert (s.dataplane_probe, spec.kind, spec.port) == (probe.strip().lower(), kind, port)
 
 
 def test_flags_the_caller_defined_already_are_kept_and_read(tmp_path: Path) -> None:

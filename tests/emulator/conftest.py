@@ -1,7 +1,9 @@
-"""Fixtures for the emulator tests: emulators on a ManualClock and a raw HTTP helper."""
+"""Fixtures for the emulator tests: emulators on a ManualClock (``l3ha.emulator.testing``)
+and a raw HTTP helper."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import urllib.parse
@@ -11,7 +13,8 @@ from typing import Any
 import pytest
 
 from l3ha.clock import ManualClock
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 
 
 class Http:
@@ -43,8 +46,12 @@ class Http:
         return self.emu.agent_ids_by_host()[host]
 
 
-def make(clock: ManualClock | None = None, **settings: Any) -> Emulator:
-    return Emulator(EmulatorConfig(**settings), clock=clock)
+@contextlib.contextmanager
+def make(clock: ManualClock | None = None, **settings: Any) -> Iterator[Emulator]:
+    """A started emulator in this process, on ``clock`` (None: the real clock)."""
+    with emulated_cloud(clock or Clocking.REAL, **settings) as cloud:
+        assert cloud.emulator is not None
+        yield cloud.emulator
 
 
 @pytest.fixture
@@ -55,8 +62,7 @@ def clock() -> ManualClock:
 @pytest.fixture
 def small(clock: ManualClock) -> Iterator[Emulator]:
     """4 legacy agents in 2 AZs, 8 routers (2 HA, 1 busy), on a ManualClock."""
-    emu = make(clock, agents=4, routers=8, ha_routers=2, busy=1, azs=2, dhcp_agents=1)
-    with emu:
+    with make(clock, agents=4, routers=8, ha_routers=2, busy=1, azs=2, dhcp_agents=1) as emu:
         yield emu
 
 

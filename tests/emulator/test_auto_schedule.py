@@ -7,6 +7,7 @@ router. Ports: binding does not move them; the fetching agent does (DOWN, then A
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from l3ha.clock import ManualClock
@@ -40,7 +41,7 @@ def ports(api: Http, router: str, owner: str = "") -> set[tuple[str, str]]:
             if not owner or p["device_owner"] == owner}
 
 
-def cloud(clock: ManualClock, **settings: Any) -> Emulator:
+def cloud(clock: ManualClock, **settings: Any) -> AbstractContextManager[Emulator]:
     base = {"agents": 3, "routers": 3, "router_base_time": 1.0, "router_port_time": 0.0}
     return make(clock, **{**base, **settings})
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from l3ha.clock import ManualClock
 from l3ha.emulator import Emulator
 from l3ha.emulator.dhcp_world import RESERVED_DEVICE_ID
-from l3ha.emulator.world import AgentRec
+from l3ha.emulator.records import AgentRec
 
 from .conftest import make
 

@@ -6,7 +6,9 @@ import re
 import urllib.request
 
 from l3ha.clock import ManualClock
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+
+from .conftest import make
 
 SERIES = re.compile(
     r'^l3ha_emulator_router_(bytes|packets)_total\{router_id="([^"]+)",host="([^"]+)"\} (\d+)$'
@@ -33,8 +35,7 @@ def _bytes(values: dict[tuple[str, str, str], int], router: str) -> int:
 
 
 def test_counters_grow_with_time_and_busy_and_hot_routers_carry_far_more() -> None:
-    config = EmulatorConfig(agents=3, routers=30, busy=3, hot=3, seed=9)
-    with Emulator(config, clock=ManualClock()) as emu:
+    with make(ManualClock(), agents=3, routers=30, busy=3, hot=3, seed=9) as emu:
         content_type, first = _scrape(emu)
         emu.advance(10.0)
         _, later = _scrape(emu)
@@ -54,8 +55,7 @@ def test_counters_grow_with_time_and_busy_and_hot_routers_carry_far_more() -> No
 
 
 def test_a_dead_agents_routers_stop_counting_and_a_moved_router_counts_on_its_new_host() -> None:
-    config = EmulatorConfig(agents=2, routers=4, seed=1, router_base_time=0.1)
-    with Emulator(config, clock=ManualClock()) as emu:
+    with make(ManualClock(), agents=2, routers=4, seed=1, router_base_time=0.1) as emu:
         hosts = {
             r.id: next(iter(r.bindings.values())).agent.host for r in emu.world.routers.values()
         }

@@ -5,15 +5,16 @@ replicas without touching the active one."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from l3ha.cli.main import main
-from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import SMALL, Clocking, emulated_cloud
 from l3ha.model import HAState, Snapshot
 
 CLOUD = "l3ha-emulator"
@@ -21,22 +22,12 @@ CLOUD = "l3ha-emulator"
 
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    config = EmulatorConfig(
-        agents=6,
-        routers=6,
-        ha_routers=3,
-        azs=2,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.05,
-        ha_takeover_time=5.0,
-        seed=3,
-    )
+    settings = {**SMALL, "agents": 6, "routers": 6, "ha_routers": 3, "busy": 0, "seed": 3,
+                "ha_takeover_time": 5.0}  # fmt: skip
     monkeypatch.setenv("L3HA_STATE_DIR", str(tmp_path / "state"))
-    with Emulator(config, clock=ManualClock()) as emulator:
-        path = emulator.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        monkeypatch.setenv("OS_CLOUD", CLOUD)
+    with emulated_cloud(Clocking.MANUAL, workdir=tmp_path, environ=os.environ, **settings) as cloud:
+        emulator = cloud.emulator
+        assert emulator is not None
         emulator.advance(10.0)  # every HA router has elected its active replica
         yield emulator
 

@@ -29,14 +29,10 @@ def find_cli() -> str | None:
 
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[Any]:
-    from l3ha.clock import ManualClock
-    from l3ha.emulator import Emulator, EmulatorConfig
+    from l3ha.emulator.testing import Clocking, emulated_cloud
 
-    emu = Emulator(EmulatorConfig(agents=3, routers=4), clock=ManualClock()).start()
-    try:
-        yield emu
-    finally:
-        emu.stop()
+    with emulated_cloud(Clocking.MANUAL, agents=3, routers=4) as cloud:
+        yield cloud.emulator
 
 
 class Cli:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 
 from .conftest import Commands
 
@@ -22,18 +23,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
-    config = EmulatorConfig(
-        agents=3,
-        routers=9,
-        busy=1,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.02,
-        router_port_time=0.005,
-        seed=3,
-    )
-    with Emulator(config, clock=None) as emu:
-        yield emu
+    """3 agents, 9 routers (1 busy), on the real clock: agents die and routers move."""
+    with emulated_cloud(Clocking.REAL, agents=3, routers=9, busy=1, seed=3, **FAST) as cloud:
+        assert cloud.emulator is not None
+        yield cloud.emulator
 
 
 @pytest.fixture
@@ -138,7 +131,9 @@ def test_an_l3ha_error_is_one_line_with_l3ha_exit_code(
 def test_the_openstack_clients_own_auth_options_apply(tmp_path: Path) -> None:
     """No clouds.yaml: ``openstack --os-auth-url ... --os-password ... l3ha agent list``
     authenticates with the emulator's Keystone; a wrong password gets no list."""
-    with Emulator(EmulatorConfig(agents=2, routers=2, keystone=True), clock=None) as emu:
+    with emulated_cloud(Clocking.REAL, agents=2, routers=2, keystone=True) as cloud:
+        assert cloud.emulator is not None
+        emu = cloud.emulator
         commands = Commands(tmp_path / "none.yaml", CLOUD, tmp_path / "state")
         auth = emu.clouds_entry()["auth"]
         options = [

@@ -5,16 +5,15 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.probe.fold import analyze, transitions_of
 
 from l3ha.probe.analysis import (
     Change,
     InOrder,
     Sample,
     TargetTracker,
-    analyze,
     gate_violations,
     percentile,
-    transitions_of,
 )
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import connect
-from l3ha.emulator import CLOUD_NAME, Emulator, EmulatorConfig
+from l3ha.emulator import CLOUD_NAME, Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 from l3ha.probe.events import CloudEventPoller
 from l3ha.probe.runner import ProbeConfig
 from l3ha.probe.targets import parse_target
@@ -29,26 +30,21 @@ TOLERANCE = 0.04  # the emulator's simulation ticks every 25 ms
 
 @pytest.fixture
 def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    config = EmulatorConfig(
-        agents=3,
-        routers=6,
-        dataplane_listeners=6,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.05,
-    )
-    emu = Emulator(config, clock=None).start()
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(emu.write_clouds_yaml(tmp_path / "c.yaml")))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        view = emu.dataplane()
-        if all(v["reachable"] and not v["address"].endswith(":0") for v in view.values()):
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"emulated routers never became reachable: {emu.dataplane()}")
-    yield emu
-    emu.stop()
+    settings = {"agents": 3, "routers": 6, "dataplane_listeners": 6, "report_interval": 0.2,
+                "agent_down_time": 1.0, "router_base_time": 0.05}  # fmt: skip
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, **settings) as cloud:
+        emu = cloud.emulator
+        assert emu is not None and cloud.clouds_yaml is not None
+        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(cloud.clouds_yaml))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            view = emu.dataplane()
+            if all(v["reachable"] and not v["address"].endswith(":0") for v in view.values()):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"emulated routers never became reachable: {emu.dataplane()}")
+        yield emu
 
 
 def test_killed_agent_outages_match_the_emulators_data_plane(emulator: Emulator) -> None:

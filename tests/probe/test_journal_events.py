@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.actions.conftest import fast_config, wait_for
+from tests.actions.conftest import ACTIONS_CLOUD, wait_for
 
 from l3ha.cli.main import main
 from l3ha.clock import ManualClock
-from l3ha.emulator import Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 from l3ha.journal import Journal, MoveStep
 from l3ha.model import Move, MoveKind
 from l3ha.probe.events import JournalEventPoller
@@ -65,10 +65,11 @@ def test_probe_events_show_an_evacuation_from_another_process(
     state = tmp_path / "state"
     out = tmp_path / "out"
     monkeypatch.setenv("L3HA_STATE_DIR", str(state))
-    with Emulator(fast_config(), clock=None) as emu:
-        clouds = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name="l3ha-emulator")
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
-        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
+    with emulated_cloud(
+        Clocking.REAL, workdir=tmp_path, environ=os.environ, **ACTIONS_CLOUD
+    ) as cloud:
+        emu = cloud.emulator
+        assert emu is not None
         command = [
             sys.executable,
             "-m",

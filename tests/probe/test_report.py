@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib import image
+from tests.probe.fold import transitions_of
 
-from l3ha.probe.analysis import TargetTracker, transitions_of
+from l3ha.probe.analysis import TargetTracker
 from l3ha.probe.events import Event
 from l3ha.probe.report import (
     DOWN_COLOUR,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from tests.probe.fold import transitions_of
 
-from l3ha.probe.analysis import transitions_of
 from l3ha.probe.events import Event
 from l3ha.probe.scheduler import Grid
 from l3ha.probe.timeline import offset, timeline_lines

@@ -87,16 +87,21 @@ class Rollout:
         return [sys.executable, "-c", "from l3ha.cli.main import run; run()", "rolling",
                 "--hosts", HOSTS, *rolling_options(port), *args]  # fmt: skip
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, answers: bool = False) -> subprocess.Popen[str]:
+        """``l3ha rolling`` with ``args``; its stdin a pipe with ``answers``, else empty."""
+        stdin = subprocess.PIPE if answers else subprocess.DEVNULL
         return subprocess.Popen(
             self.command(*args), env=self.env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin,
         )  # fmt: skip
 
-    def run(self, *args: str, timeout: float = 180.0) -> tuple[int, dict[str, Any], str]:
-        """Run to the end with ``-f json``: exit code, the summary document, stderr."""
-        child = self.start("-f", "json", *args)
-        out, err = child.communicate(timeout=timeout)
+    def run(
+        self, *args: str, answers: str | None = None, timeout: float = 180.0
+    ) -> tuple[int, dict[str, Any], str]:
+        """Run to the end with ``-f json`` (``answers`` on its stdin): exit code, the summary
+        document, stderr."""
+        child = self.start("-f", "json", *args, answers=answers is not None)
+        out, err = child.communicate(answers, timeout=timeout)
         start = out.find("{\n")
         doc = json.loads(out[start:]) if start >= 0 else {}
         return child.returncode, doc, err

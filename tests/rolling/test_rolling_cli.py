@@ -24,6 +24,13 @@ def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
         yield running
 
 
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        return int(str(exc.code))
+
+
 def _all_enabled(emu: Emulator) -> bool:
     return all(a["admin_state_up"] for a in emu.state()["agents"])
 
@@ -31,22 +38,28 @@ def _all_enabled(emu: Emulator) -> bool:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--hosts", "net-1,net-9"], "no L3 agent with host or id 'net-9'"),
-        (["--hosts", "net-1,net-1"], "names net-1 more than once"),
-        ([], "name the hosts"),
+        (["--hosts", "net-1,net-9", "--no-run"], "no L3 agent with host or id 'net-9'"),
+        (["--hosts", "net-1,net-1", "--pause"], "names net-1 more than once"),
+        (["--no-run"], "name the hosts"),
+        (["--hosts", "net-1"], "--run COMMAND, --pause or --no-run"),
+        (["--hosts", "net-1", "--dry-run"], "--run COMMAND, --pause or --no-run"),
+        (["--hosts", "net-1", "--run", "x", "--pause"], "not allowed with argument --run"),
+        (["--hosts", "net-1", "--pause", "--shell"], "--shell goes with --run"),
         (["--hosts", "net-1", "--run", "ssh 'net-1"], "cannot be split"),
-        (["--hosts", "net-1", "--max-outage", "5"], "--max-outage needs probe targets"),
-        (["--hosts", "net-1", "--no-wait"], "always waits for the ports"),
-        (["--hosts", "net-1", "--probe-routers", "udp:5"], "is not 'tcp:PORT' or 'icmp'"),
+        (["--hosts", "net-1", "--no-run", "--max-outage", "5"], "--max-outage needs probe"),
+        (["--hosts", "net-1", "--no-run", "--max-outage", "5", "--dry-run"], "needs probe"),
+        (["--hosts", "net-1", "--no-run", "--probe-routers", "x", "--dry-run"], "is not 'tcp:"),
+        (["--hosts", "net-1", "--no-run", "--no-wait"], "always waits for the ports"),
+        (["--hosts", "net-1", "--no-run", "--probe-routers", "udp:5"], "is not 'tcp:PORT' or"),
         (["--resume"], "no rolling run recorded"),
-        (["--hosts", "net-1", "--report-interval", "80"], "shorter than --dead-after"),
+        (["--hosts", "net-1", "--no-run", "--report-interval", "80"], "shorter than --dead-"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     emu: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
     message: str,
 ) -> None:  # fmt: skip
-    assert main(["rolling", *argv]) == 2
+    assert _exit_code(["rolling", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert _all_enabled(emu)
@@ -64,3 +77,15 @@ def test_dry_run_lists_every_step_and_changes_nothing(
     assert out.index("| net-2 | planned") < out.index("| net-1 | planned")
     assert _all_enabled(emu)
     assert not (tmp_path / "state").exists()
+
+
+def test_a_rehearsal_dry_run_has_no_upgrade_step_and_pause_has_one(
+    emu: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["rolling", "--hosts", "net-1", "--no-run", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "  1. net-1: drain l3\n  2. net-1: stable l3\n" in out
+    assert "longest outage" not in out  # nothing ran: no outage to report
+    assert main(["rolling", "--hosts", "net-1", "--pause", "--dry-run"]) == 0
+    assert "  2. net-1: pause\n  3. net-1: stable l3\n" in capsys.readouterr().out
+    assert _all_enabled(emu)

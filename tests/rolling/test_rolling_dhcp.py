@@ -106,7 +106,7 @@ def test_hosts_without_a_dhcp_agent_take_no_dhcp_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with rollout(tmp_path, monkeypatch, dhcp_agents=1, networks=2, dhcp_network_time=0.1) as r:
-        code, doc, err = r.run("--dry-run")
+        code, doc, err = r.run("--dry-run", "--no-run")
         assert code == 0, err
         dhcp_steps = {s["host"] for s in doc["steps"] if s["step"].endswith("dhcp")}
         assert dhcp_steps == {"net-1"}

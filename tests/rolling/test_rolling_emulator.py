@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -40,6 +41,9 @@ def test_three_hosts_are_drained_upgraded_and_restored_in_turn(
         assert code == 0, err
         assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]
         assert all(h["moved_out"] > 0 and h["moved_back"] > 0 for h in doc["hosts"])
+        onto = sum(h["rebalanced_in"] for h in doc["hosts"])
+        onto += sum(n for n in doc["rebalanced_elsewhere"].values() if n > 0)
+        assert onto == doc["rebalance_moves"]  # each move credited to the host it moved onto
         steps = r.steps()
         assert {s.status.value for s in steps} == {"done"}
         order = [(s.key.host, s.key.phase.value) for s in sorted(steps, key=lambda s: s.started)]
@@ -208,3 +212,54 @@ def test_resume_never_runs_a_command_twice_at_once(
         code, doc, err = r.run("--resume")
         assert code == 0, err
         assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]
+
+
+def test_pause_waits_for_the_operator_and_a_stop_keeps_the_host_drained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rollout(tmp_path, monkeypatch) as r:
+        code, doc, err = r.run("--hosts", "net-1,net-2", "--pause", answers="")  # end of input
+        assert code == 1, err
+        assert doc["stopped"] == "net-1: pause: the operator stopped the run with net-1 drained"
+        assert "net-1 is drained: do its maintenance, then answer 'continue'" in err
+        assert r.agent("net-1").admin_state_up is False and r.routers_on("net-1") == []
+        assert r.agent("net-2").admin_state_up is True
+        code, doc, err = r.run("--hosts", "net-1,net-2", "--resume", answers="what?\ncontinue\nc\n")
+        assert code == 0, err
+        assert "answer 'continue' or 'stop', not 'what?'" in err
+        assert [h["status"] for h in doc["hosts"]] == ["done", "done"]
+        assert all(r.agent(h).admin_state_up for h in ("net-1", "net-2"))
+        pause = [s for s in r.steps() if s.key.phase.value == "pause"]
+        assert [(s.key.host, s.attempts) for s in pause] == [("net-1", 2), ("net-2", 1)]
+
+
+def test_no_run_rehearses_drain_proof_and_restore_without_a_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rollout(tmp_path, monkeypatch) as r:
+        port = str(r.emu.state()["dataplane_port"])
+        argv = [a for a in r.command() if a not in ("--probe-routers", f"tcp:{port}")]
+        child = subprocess.run([*argv, "--hosts", "net-1", "--no-run"], env=r.env, text=True,
+                               capture_output=True, timeout=180, check=False)  # fmt: skip
+        assert child.returncode == 0, child.stderr
+        assert "net-1  done" in child.stdout and "n/a" in child.stdout
+        assert "longest outage: n/a (no probe ran)" in child.stdout
+        phases = [s.key.label for s in r.steps()]
+        assert phases == ["drain l3", "stable l3", "canary l3", "restore l3"]
+        assert r.agent("net-1").admin_state_up and r.routers_on("net-1")
+
+
+def test_a_reader_of_stderr_going_away_does_not_stop_the_run_half_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rollout(tmp_path, monkeypatch) as r:
+        child = subprocess.Popen([*r.command(), "--hosts", "net-1", "--no-run"], env=r.env,
+                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL)  # fmt: skip
+        assert child.stderr is not None
+        child.stderr.close()  # '2>&1 | head': the progress lines have nowhere to go
+        out, _ = child.communicate(timeout=180)
+        assert child.returncode == 0, out
+        assert "net-1  done" in out
+        assert r.agent("net-1").admin_state_up and r.routers_on("net-1")
+        assert {s.status.value for s in r.steps()} == {"done"}

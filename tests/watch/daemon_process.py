@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from l3ha.cloud.adapter import NeutronCloud, connect
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 
 #: Emulated agents that heartbeat every 0.2 s and count as dead after 1 s.
 FAST_CLOUD = {
@@ -162,14 +163,14 @@ def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **cfg: object) -> Ite
     settings: dict[str, object] = {"agents": 5, "routers": 30, "busy": 4, "seed": 3}
     settings.update(FAST_CLOUD)
     settings.update(cfg)
-    with Emulator(EmulatorConfig(**settings)) as emu:  # type: ignore[arg-type]
-        clouds = emu.write_clouds_yaml(tmp_path / "clouds.yaml")
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, **settings) as cloud:
+        assert cloud.emulator is not None
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-        env.update(OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD="l3ha-emulator")
+        env.update(cloud.environ())
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
-        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
-        made = Scene(emu, connect(), tmp_path, env)
+        for key, value in cloud.environ().items():
+            monkeypatch.setenv(key, value)
+        made = Scene(cloud.emulator, connect(), tmp_path, env)
         try:
             yield made
         finally:  # no daemon outlives its test, whatever the test did

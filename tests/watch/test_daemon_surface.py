@@ -43,7 +43,9 @@ def test_once_observes_one_cycle_and_exits_zero_writing_the_status(cloud: Scene)
     assert "ready" in events and events[-1] == "stopped"
     status = json.loads((cloud.workdir / "state" / "watch-status.json").read_text())
     assert status["leader"] is True and status["halts"] == []
-    assert status["verdicts"]["alive"] == 5
+    assert status["verdicts"]["observing"] == 5  # one look proves no agent alive
+    assert status["verdicts"]["alive"] == 0
+    assert status["state"] == "stopped"  # a clean stop says so: 'l3ha check' is not left stale
 
 
 def test_dry_run_logs_the_moves_it_would_make_and_changes_nothing(cloud: Scene) -> None:

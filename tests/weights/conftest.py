@@ -6,6 +6,8 @@ process on loopback (skipped, with the reason, when it is not installed).
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,43 +18,25 @@ from tests.weights.prometheus_server import (
     start_prometheus,
 )
 
-from l3ha.emulator import Emulator, EmulatorConfig
-
-CLOUD = "l3ha-emulator"
-
-#: Agents that heartbeat every 0.2 s, dead after 1 s, process routers in tens of ms.
-FAST = {
-    "report_interval": 0.2,
-    "agent_down_time": 1.0,
-    "router_base_time": 0.02,
-    "router_port_time": 0.005,
-}
-
-
-def use_cloud(emu: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Name ``emu`` as ``OS_CLOUD`` for the commands this test runs in-process."""
-    path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-    monkeypatch.setenv("OS_CLOUD", CLOUD)
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 
 
 @pytest.fixture
-def make_cloud(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[..., Emulator]]:
+def make_cloud(tmp_path: Path) -> Iterator[Callable[..., Emulator]]:
     """Factory: a real-time emulator (``FAST`` plus the given settings) named by OS_CLOUD."""
-    started: list[Emulator] = []
+    with contextlib.ExitStack() as started:
 
-    def make(**settings: object) -> Emulator:
-        config = EmulatorConfig(**{**FAST, **settings})  # type: ignore[arg-type]
-        emu = Emulator(config).start()
-        started.append(emu)
-        use_cloud(emu, tmp_path, monkeypatch)
-        return emu
+        def make(**settings: object) -> Emulator:
+            cloud = started.enter_context(
+                emulated_cloud(
+                    Clocking.REAL, workdir=tmp_path, environ=os.environ, **{**FAST, **settings}
+                )
+            )
+            assert cloud.emulator is not None
+            return cloud.emulator
 
-    yield make
-    for emu in started:
-        emu.stop()
+        yield make
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@ command that plans; bad options; the daemon's refresh period and its metrics."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,13 +13,13 @@ from typing import Any
 
 import pytest
 from tests.cloud.neutron_fake import closed_port
-from tests.weights.conftest import use_cloud
 
 from l3ha.cli.main import main
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import NeutronCloud, connect
 from l3ha.daemon.metrics import WatchMetrics
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import Clocking, emulated_cloud
 from l3ha.measurement import MeasureOptions, Weigher, measure
 from l3ha.weights import Measured, WeightPolicy, WeightSource
 
@@ -26,15 +28,20 @@ PLANNING = ("evacuate", "drain", "migrate", "rebalance", "repair", "plan evacuat
             "router list", "agent list")  # fmt: skip
 
 
-def _cloud(**settings: object) -> Emulator:
+@contextlib.contextmanager
+def _cloud(workdir: Path, **settings: object) -> Iterator[Emulator]:
+    """On a ManualClock, named by OS_CLOUD."""
     base: dict[str, object] = {"agents": 4, "routers": 30, "busy": 2, "seed": 4}
-    return Emulator(EmulatorConfig(**{**base, **settings}), clock=ManualClock())  # type: ignore[arg-type]
+    with emulated_cloud(
+        Clocking.MANUAL, workdir=workdir, environ=os.environ, **{**base, **settings}
+    ) as cloud:
+        assert cloud.emulator is not None
+        yield cloud.emulator
 
 
 @pytest.fixture
-def emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    with _cloud() as emu:
-        use_cloud(emu, tmp_path, monkeypatch)
+def emulator(tmp_path: Path) -> Iterator[Emulator]:
+    with _cloud(tmp_path) as emu:
         yield emu
 
 
@@ -90,8 +97,7 @@ def test_ports_and_floating_ips_cost_one_listing_each_whatever_the_cloud_size(
 ) -> None:
     costs = []
     for routers in (20, 400):
-        with _cloud(routers=routers) as emu:
-            use_cloud(emu, tmp_path, monkeypatch)
+        with _cloud(tmp_path, routers=routers) as emu:
             cloud = connect()
             paths = _recorded_paths(cloud)
             options = MeasureOptions(busy_ports=2, busy_fips=1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +43,19 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 32
 
 
-def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
-    """``--state-dir``: where the journal lives."""
+def existing_directory(text: str) -> str:
+    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
+    if not os.path.isdir(text):
+        what = "is not a directory" if os.path.exists(text) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {what}")
+    return text
+
+
+def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
+    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
     parser.add_argument(
         "--state-dir",
+        type=existing_directory if existing else str,
         metavar="DIR",
         help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
     )
@@ -182,7 +192,7 @@ def register(sub: Any) -> None:
         description="List the operations and moves recorded in the journal, newest first.",
     )
     p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
-    add_state_dir_option(p)
+    add_state_dir_option(p, existing=True)
     add_format_options(p)
     p.set_defaults(func=_run_history)
 
@@ -248,6 +258,7 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.progress import MoveCount
     from l3ha.cli.weighing import measure_options, weigh
     from l3ha.clock import SystemClock
     from l3ha.operations import OperationContext, run_action
@@ -257,9 +268,13 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     cloud = open_cloud(args)
     request = replace(request, weights=weigh(args, request.weights, cloud))
     needs_journal = not request.dry_run or _journal_exists(args)  # a dry run creates none
+    moves = MoveCount(_progress_printer())
     with open_journal(args) if needs_journal else nullcontext() as journal:
-        ctx = OperationContext(cloud, journal, SystemClock(), _say, _progress_printer())
-        result = run_action(ctx, request)
+        ctx = OperationContext(cloud, journal, SystemClock(), _say, moves)
+        try:
+            result = run_action(ctx, request)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(moves.interrupted(action.value)) from None
     print_steps(result, args.format)
     return result.exit_code
 

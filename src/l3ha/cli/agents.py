@@ -19,6 +19,7 @@ from l3ha.cli.common import (
     add_snapshot_option,
     command_group,
     load_weight_policy,
+    read_weighed_world,
     warn_about_weights,
 )
 from l3ha.cli.output import (
@@ -29,7 +30,6 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
-from l3ha.cli.weighing import read_weighed_world
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
 from l3ha.model import Agent, Snapshot

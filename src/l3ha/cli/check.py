@@ -1,6 +1,9 @@
-"""``l3ha check``: a Nagios/Icinga-style one-line status and exit code. I/O: reads the cloud.
+"""``l3ha check``: a Nagios/Icinga-style one-line status and exit code. I/O: reads the cloud
+and the watch daemon's status file.
 
-Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud could not be read).
+Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud could not be read, or the
+command line or a file it names is wrong: a Nagios plugin's usage error is UNKNOWN,
+never a CRITICAL the on-call engineer would chase).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option
+from l3ha.cli.output import emit_document
 from l3ha.errors import BadInputError, L3haError, UserError
 
 UNKNOWN = 3
@@ -27,12 +31,13 @@ def register(sub: Any) -> None:
             "or two active replicas (and lost redundancy), and router-count imbalance; when "
             "'l3ha watch' runs with the same state directory, also its halts (and why; with "
             "--dhcp, its DHCP halts too), "
-            "partitioned agents, and whether it is still cycling. Prints one status line; "
-            "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud cannot be read); bad "
-            "input (an invalid option or file) is a one-line error and exit 2, as for every "
-            "command."
+            "partitioned agents, and whether it is still cycling (a daemon that stopped "
+            "cleanly is said in an OK line, a warning with --expect-daemon). Prints one "
+            "status line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud cannot be "
+            "read, or bad input: an invalid option or file, as Nagios plugins do)."
         ),
     )
+    p.usage_error_code = UNKNOWN  # read by the parser of l3ha.cli.main
     add_cloud_options(p)
     add_snapshot_option(p)
     p.add_argument(
@@ -75,14 +80,36 @@ def register(sub: Any) -> None:
         default="line",
         help="the status line (default), or every problem as data",
     )
-    p.set_defaults(func=_run_check)
+    p.add_argument(
+        "--expect-daemon",
+        action="store_true",
+        help="warn when 'l3ha watch' has stopped or never ran with this state directory",
+    )
+    p.set_defaults(func=_run_check, usage_error_code=UNKNOWN)
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    """The check; bad input is UNKNOWN (stdout's status line and stderr's error line)."""
+    try:
+        return _check(args)
+    except UserError as exc:
+        _unknown(args, str(exc))
+        sys.stderr.write(f"l3ha: error: {exc}\n")
+        return UNKNOWN
+
+
+def _unknown(args: argparse.Namespace, error: str) -> int:
+    if args.format == "line":
+        sys.stdout.write(f"L3HA UNKNOWN - {error}\n")
+    else:
+        emit_document({"status": "UNKNOWN", "error": error}, args.format)
+    return UNKNOWN
+
+
+def _check(args: argparse.Namespace) -> int:
     from l3ha.checks import run_check
-    from l3ha.cli.common import load_weight_policy
-    from l3ha.cli.output import emit_document
-    from l3ha.cli.weighing import check_offline, measure_options, read_weighed_world
+    from l3ha.cli.common import load_weight_policy, read_weighed_world
+    from l3ha.cli.weighing import check_offline, measure_options
 
     weights = load_weight_policy(args)
     measure_options(args)  # bad input exits 2 with its one-line error, before any read
@@ -94,11 +121,7 @@ def _run_check(args: argparse.Namespace) -> int:
     except UserError:
         raise  # a malformed file or option: exit 2, like every command
     except L3haError as exc:  # the cloud cannot be read: UNKNOWN
-        if args.format == "line":
-            sys.stdout.write(f"L3HA UNKNOWN - {exc}\n")
-        else:
-            emit_document({"status": "UNKNOWN", "error": str(exc)}, args.format)
-        return UNKNOWN
+        return _unknown(args, str(exc))
     result = run_check(
         snapshot,
         args.imbalance_threshold,
@@ -106,6 +129,7 @@ def _run_check(args: argparse.Namespace) -> int:
         weights,
         watch_status=_watch_status(args),
         now=time.time(),
+        expect_daemon=args.expect_daemon,
     )
     if args.dhcp:
         try:
@@ -113,11 +137,7 @@ def _run_check(args: argparse.Namespace) -> int:
         except UserError:
             raise
         except L3haError as exc:
-            if args.format == "line":
-                sys.stdout.write(f"L3HA UNKNOWN - DHCP: {exc}\n")
-            else:
-                emit_document({"status": "UNKNOWN", "error": f"DHCP: {exc}"}, args.format)
-            return UNKNOWN
+            return _unknown(args, f"DHCP: {exc}")
     if args.format == "line":
         sys.stdout.write(result.status_line() + "\n")
     else:

@@ -6,8 +6,8 @@
   the weight options ``--weights``, ``--busy-weight``,
   ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``).
 - ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
-- ``load_weight_policy``, ``open_cloud``, ``read_world``: turn those options into
-  a ``WeightPolicy``, a ``Cloud`` and a ``Snapshot``.
+- ``load_weight_policy``, ``open_cloud``, ``read_world``, ``read_weighed_world``: turn those
+  options into a ``WeightPolicy``, a ``Cloud``, a ``Snapshot`` (with its measured weights).
 - ``command_group``: ``l3ha agent ...``/``l3ha router ...`` groups that several
   command modules can add subcommands to.
 
@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.weighing import add_measured_weight_options, combine_mode
+from l3ha.cli.weighing import (
+    add_measured_weight_options,
+    check_offline,
+    combine_mode,
+    measure_options,
+    weigh,
+)
 from l3ha.errors import BadInputError
 from l3ha.model import Snapshot
 from l3ha.weights import DEFAULT_BUSY_WEIGHT, WeightPolicy
@@ -205,7 +211,7 @@ def open_cloud(args: argparse.Namespace) -> NeutronCloud:
     )
 
 
-#: Where ``openstack l3ha ...`` (``l3ha.osc``) puts a function returning its SDK connection.
+#: Where ``openstack l3ha ...`` (``l3ha.cli.osc``) puts a function returning its SDK connection.
 CONNECTION_ATTR = "l3ha_sdk_connection"
 
 
@@ -233,3 +239,16 @@ def warn_about_weights(policy: WeightPolicy, snapshot: Snapshot) -> None:
 
     for warning in weight_warnings(policy, snapshot.routers):
         sys.stderr.write(f"l3ha: warning: {warning}\n")
+
+
+def read_weighed_world(
+    args: argparse.Namespace, policy: WeightPolicy, with_ha_state: bool = False
+) -> tuple[Snapshot, WeightPolicy]:
+    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it."""
+    measure_options(args)  # a bad combination fails before anything is read
+    check_offline(args)
+    if getattr(args, "snapshot", None):
+        return read_world(args, with_ha_state), weigh(args, policy, None)
+    cloud = open_cloud(args)
+    snapshot = cloud.read_snapshot(with_ha_state=with_ha_state)
+    return snapshot, weigh(args, policy, cloud)

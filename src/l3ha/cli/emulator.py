@@ -1,31 +1,25 @@
-"""``l3ha emulator serve`` and ``l3ha emulator fault``. I/O: sockets, signals, clouds.yaml, stdout.
+"""``l3ha emulator serve`` and ``l3ha emulator fault``. I/O: signals, stdout.
 
 ``serve`` builds and serves an emulated Neutron until Ctrl-C/SIGTERM; its
-first line of output is the URL. ``fault`` injects a fault into a running
-emulator found through ``--url``, or the ``network_endpoint_override`` (or
-Keystone ``auth_url``) of a clouds.yaml entry named by ``--os-cloud``/``OS_CLOUD``.
+first line of output is the URL. ``fault`` parses the fault and prints the answer;
+``l3ha.emulator.client`` finds the running emulator (``--url``, or a clouds.yaml entry
+named by ``--os-cloud``/``OS_CLOUD``) and posts it.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import os
 import signal
 import sys
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from l3ha.cli.argtypes import non_negative_float, positive_float
-from l3ha.errors import BadInputError, ConfigError, UnreachableError, UserError
+from l3ha.errors import BadInputError
 
 DEFAULT_CLOUD = "l3ha-emulator"
 
@@ -277,11 +271,6 @@ def _register_fault(sub: Any) -> None:
 # --- serve ------------------------------------------------------------------------
 
 
-def default_clouds_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "l3ha" / "clouds.yaml"
-
-
 def _config(args: argparse.Namespace) -> Any:
     from l3ha.emulator import EmulatorConfig
 
@@ -328,7 +317,7 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from l3ha.emulator import Emulator, FaultError
+    from l3ha.emulator import Emulator, FaultError, client
     from l3ha.emulator.faults import load_scenario
 
     cfg = _config(args)
@@ -351,7 +340,7 @@ def serve(args: argparse.Namespace) -> int:
                 emu.schedule_scenario(steps)
             except FaultError as err:
                 raise BadInputError(f"scenario: {err.message}") from None
-        path = emu.write_clouds_yaml(args.clouds_yaml or default_clouds_path())
+        path = emu.write_clouds_yaml(args.clouds_yaml or client.default_clouds_path())
         with _stop_signals() as stop:  # installed before the URL is out: no early-signal race
             print(emu.url)
             print(f"clouds.yaml: {path}")
@@ -381,51 +370,9 @@ def _stop_signals() -> Iterator[threading.Event]:
 # --- fault ------------------------------------------------------------------------
 
 
-def _clouds_candidates() -> list[Path]:
-    paths = []
-    if os.environ.get("OS_CLIENT_CONFIG_FILE"):
-        paths.append(Path(os.environ["OS_CLIENT_CONFIG_FILE"]))
-    paths += [
-        Path("clouds.yaml"),
-        default_clouds_path(),
-        Path.home() / ".config" / "openstack" / "clouds.yaml",
-        Path("/etc/openstack/clouds.yaml"),
-    ]
-    return paths
-
-
-def url_from_clouds(name: str) -> str:
-    """The emulator URL from the clouds.yaml entry ``name``."""
-    for path in _clouds_candidates():
-        if not path.is_file():
-            continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise ConfigError(f"cannot read {path}: {err}") from None
-        clouds = data.get("clouds") if isinstance(data, dict) else None
-        if clouds is not None and not isinstance(clouds, dict):
-            raise ConfigError(f"{path}: 'clouds' must be a mapping of cloud names to settings")
-        entry = (clouds or {}).get(name)
-        if entry is None:
-            continue
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: cloud {name!r} must be a mapping of settings")
-        if entry.get("network_endpoint_override"):
-            return str(entry["network_endpoint_override"])
-        auth = entry.get("auth")
-        auth_url = str((auth if isinstance(auth, dict) else {}).get("auth_url") or "")
-        if "/identity" in auth_url:
-            return auth_url.split("/identity", maxsplit=1)[0] + "/"
-        raise ConfigError(f"cloud {name!r} in {path} does not point at an emulator")
-    raise ConfigError(
-        f"no clouds.yaml entry {name!r} found (looked in "
-        f"{', '.join(str(p) for p in _clouds_candidates())})"
-    )
-
-
 def fault(args: argparse.Namespace) -> int:
     from l3ha.emulator import FaultError
+    from l3ha.emulator.client import post_fault, url_from_clouds
     from l3ha.emulator.faults import fault_from_words
 
     try:
@@ -434,41 +381,6 @@ def fault(args: argparse.Namespace) -> int:
         raise BadInputError(err.message) from None
     url = args.url or url_from_clouds(args.os_cloud or os.environ.get("OS_CLOUD") or DEFAULT_CLOUD)
     body = json.dumps({"fault": parsed.kind, **parsed.args}).encode()
-    result = _post_fault(url, body)
+    result = post_fault(url, body)
     print(" ".join(f"{k}={v}" for k, v in result.items()))
     return 0
-
-
-def _post_fault(url: str, body: bytes) -> dict[str, Any]:
-    """POST ``body`` to the emulator's fault endpoint; its JSON answer as a dict."""
-    if not url.startswith(("http://", "https://")):
-        raise BadInputError(f"emulator URL {url!r} is not an http:// or https:// URL")
-    try:
-        request = urllib.request.Request(
-            url.rstrip("/") + "/_emulator/faults",
-            data=body,
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            result = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        raise UserError(_error_message(err)) from None
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        raise UnreachableError(f"emulator at {url} not reachable: {reason}") from None
-    except json.JSONDecodeError:
-        raise UnreachableError(f"emulator at {url} answered something that is not JSON") from None
-    except (ValueError, http.client.InvalidURL) as err:  # a malformed URL (bad port, ...)
-        raise BadInputError(f"emulator URL {url!r}: {err}") from None
-    if not isinstance(result, dict):
-        raise UnreachableError(f"emulator at {url} answered something that is not a fault result")
-    return result
-
-
-def _error_message(err: urllib.error.HTTPError) -> str:
-    try:
-        doc = json.loads(err.read())
-        return str(doc["NeutronError"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return f"emulator answered HTTP {err.code}"

@@ -1,6 +1,7 @@
 """The ``l3ha`` entry point: builds the argument parser and turns errors into exit codes.
 
-I/O: reads argv, writes to stdout/stderr. Every module in ``l3ha.cli`` that
+I/O: reads argv, writes to stdout/stderr, and reads the journal (SQLite in the state
+directory) to note an operation a crash cut short. Every module in ``l3ha.cli`` that
 defines ``register(subparsers)`` contributes its commands; each command sets
 ``func`` (taking the parsed namespace, returning an exit code). Modules import
 heavy libraries inside their command functions, so ``l3ha --help`` stays fast.
@@ -14,20 +15,36 @@ import logging
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import l3ha.cli
 from l3ha import __version__
 from l3ha.errors import L3haError
 
 PROG = "l3ha"
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line and exit 2."""
+    """An ArgumentParser whose usage errors are one line and exit 2 (a command may choose
+    another code: ``usage_error_code`` on its parser and in its defaults)."""
+
+    usage_error_code = 2
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        self._fail(message, self.usage_error_code)
+
+    def _fail(self, message: str, code: int) -> None:
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-        sys.exit(2)
+        sys.exit(code)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, with the command's usage error code for unknown arguments."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            code = getattr(parsed, "usage_error_code", self.usage_error_code)
+            self._fail(f"unrecognized arguments: {' '.join(extras)}", code)
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more logging: every Neutron API request (method, path, status, ms); -vv: all",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="all debug logging (as -vv), API requests included"
+    )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(l3ha.cli.__path__), key=lambda m: m.name):
         if info.name == "main":
@@ -72,13 +98,23 @@ def _notice_interrupted(state_dir: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return its exit code (also used as the process exit code)."""
+    """Run one command; return its exit code (also used as the process exit code).
+
+    When stdout's reader goes away (``l3ha ... | head``) the command ends
+    quietly with ``EXIT_PIPE``, never a traceback."""
+    try:
+        try:
+            return _run_command(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging(args.verbose + 2 * args.debug)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -90,10 +126,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except L3haError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: interrupted\n")
+    except KeyboardInterrupt as exc:  # on a line of its own, after any progress bar
+        detail = str(exc) or "interrupted"
+        sys.stderr.write(f"\n{PROG}: {detail}\n" if sys.stderr.isatty() else f"{PROG}: {detail}\n")
         return 130
     return int(code or 0)
+
+
+def _configure_logging(verbosity: int) -> None:
+    """Warnings only; ``-v``: info and each API request (``l3ha.api``); ``-vv``: debug."""
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(verbosity, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if verbosity:
+        logging.getLogger("l3ha.api").setLevel(logging.DEBUG)
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (``l3ha ... | head``): end quietly, as a killed ``cat`` does."""
+    import os
+
+    try:
+        target = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (captured): nothing to flush at exit
+        return EXIT_PIPE
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)  # the final flush at exit must not fail again
+    os.close(devnull)
+    return EXIT_PIPE
 
 
 def run() -> None:

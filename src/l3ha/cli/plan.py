@@ -62,8 +62,7 @@ def _run_plan(action: Action, args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from l3ha.cli.actions import print_plan
-    from l3ha.cli.common import load_weight_policy
-    from l3ha.cli.weighing import read_weighed_world
+    from l3ha.cli.common import load_weight_policy, read_weighed_world
 
     request = action_request(action, args, load_weight_policy(args))
     snapshot, weights = read_weighed_world(args, request.weights)

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from l3ha.cli.argtypes import non_negative_int
+from l3ha.cli.argtypes import positive_int
 from l3ha.errors import BadInputError
 from l3ha.executor import ExecutorOptions
 from l3ha.model import Plan, Snapshot
@@ -33,13 +33,13 @@ def add_placement_options(parser: argparse.ArgumentParser, targets: bool = True)
         )
     group.add_argument(
         "--max-routers-per-agent",
-        type=non_negative_int,
+        type=positive_int,
         metavar="N",
         help="never place more than N routers on one agent",
     )
     group.add_argument(
         "--max-weight-per-agent",
-        type=non_negative_int,
+        type=positive_int,
         metavar="N",
         help="never place more than N weight (busy routers count more) on one agent",
     )
@@ -93,8 +93,13 @@ def read_router_file(path: str) -> list[str]:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise BadInputError(f"cannot read router file {path}: {reason}") from exc
     refs = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         ref = line.split("#", 1)[0].strip()
+        if "," in ref:
+            raise BadInputError(
+                f"router file {path} line {number}: {ref!r} is not one router "
+                "(one id or name per line, no commas)"
+            )
         if ref:
             refs.append(ref)
     return refs

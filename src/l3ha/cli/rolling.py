@@ -1,9 +1,9 @@
 """``l3ha rolling``: drain, upgrade and restore network nodes one at a time.
 
-I/O: argv, stdout/stderr, the cloud, the journals in the state dir and the
-probe report directory. The operation itself is ``l3ha.operations.rolling``;
-this module turns options into a ``RollingRequest``, sets up the probe and
-the journals, and prints progress, the command output and the summary.
+I/O: argv, stdin (the answer to ``--pause``), stdout/stderr. The operation
+is ``l3ha.operations.rolling`` (its ``session`` checks, runs and resumes it);
+this module turns options into a ``RollingRequest``, asks the ``--pause``
+question and prints progress, the command output and the summary.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from l3ha.cli.probe import add_target_options, collect_targets, prepare_output
 from l3ha.errors import BadInputError
 
 if TYPE_CHECKING:
-    from l3ha.operations.rolling import RollingRecord, RollingReport, RollingRequest, RunRecord
+    from l3ha.operations.rolling import RollingReport, RollingRequest
+    from l3ha.operations.rolling.session import RunShape
 
 DESCRIPTION = """\
 Take network nodes out of service one at a time, run the maintenance command
@@ -31,9 +32,15 @@ proven healthy. Per host, in order:
 
   1. drain: disable its L3 agent after moving its legacy routers away and
      replacing its HA replicas (waiting until the moved routers' ports are ACTIVE);
-  2. run --run (split with shell-like quoting, {host} substituted, no shell
-     unless --shell; output streamed and kept in the journal); a non-zero exit
-     stops the run;
+  2. the upgrade step, one of (required):
+       --run COMMAND  run it (split with shell-like quoting, {host} substituted,
+                      no shell unless --shell; output streamed and kept in the
+                      journal); a non-zero exit stops the run;
+       --pause        wait for the operator: type 'continue' at the prompt (read
+                      from stdin, a line at a time when it is not a terminal);
+                      'stop' or the end of input stops the run, the host kept
+                      drained, and --resume asks again;
+       --no-run       nothing: a rehearsal of drain, proof and restore;
   3. wait until the agent has been continuously alive for --stable-for seconds,
      judged by l3ha's own observation of its heartbeat changing (a restarted
      agent shows a new started_at; one started while the message bus is down
@@ -89,7 +96,13 @@ def register(sub: Any) -> None:
 
 def _add_step_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("steps")
-    g.add_argument("--run", metavar="'CMD {host}'", help="the maintenance command of each host")
+    upgrade = g.add_mutually_exclusive_group()
+    upgrade.add_argument("--run", metavar="'CMD {host}'",
+                         help="the maintenance command of each drained host")  # fmt: skip
+    upgrade.add_argument("--pause", action="store_true",
+                         help="after each drain, wait for the operator's 'continue'")  # fmt: skip
+    upgrade.add_argument("--no-run", action="store_true",
+                         help="a rehearsal: drain, prove stable, restore; run nothing")  # fmt: skip
     g.add_argument("--shell", action="store_true", help="run --run through /bin/sh -c")
     g.add_argument("--run-timeout", type=positive_float, default=3600.0, metavar="S",
                    help="kill the command after this long (default 3600)")  # fmt: skip
@@ -128,44 +141,76 @@ def _add_guard_options(p: argparse.ArgumentParser) -> None:
 
 # --- running ------------------------------------------------------------------------
 
+CONTINUE = ("continue", "c", "yes", "y")
+STOP = ("stop", "s", "no", "n")
+
+
+def _to_stderr(line: str) -> None:
+    """A progress line. A reader of stderr that went away (``2>&1 | head``) must not stop a
+    run half way with a host drained: the run goes on, and the journal keeps every line."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
+        pass
+
 
 def _say(text: str) -> None:
-    sys.stderr.write(f"l3ha: {text}\n")
-    sys.stderr.flush()
+    _to_stderr(f"l3ha: {text}\n")
 
 
 def _output_line(text: str) -> None:
     """A line of a host's command output (stderr: stdout carries only the summary)."""
-    sys.stderr.write(f"  {text}\n")
-    sys.stderr.flush()
+    _to_stderr(f"  {text}\n")
 
 
-def build_request(args: argparse.Namespace, stored: dict[str, Any] | None) -> RollingRequest:
-    """The request of the options; on ``--resume``, the stored run's hosts and command."""
+def _ask_continue(host: str) -> bool:
+    """``--pause``: a prompt on a terminal, else a line of stdin; the end of input stops."""
+    terminal = sys.stdin.isatty()
+    _say(f"{host} is drained: do its maintenance, then answer 'continue' (or 'stop')")
+    while True:
+        if terminal:
+            _to_stderr(f"continue with {host}? [continue/stop] ")
+        line = sys.stdin.readline()
+        if not line:
+            return False
+        answer = line.strip().lower()
+        if answer in CONTINUE or answer in STOP:
+            return answer in CONTINUE
+        _say(f"answer 'continue' or 'stop', not {answer!r}")
+
+
+def _given_shape(args: argparse.Namespace) -> RunShape:
+    from l3ha.operations.rolling import UpgradeStep
+    from l3ha.operations.rolling.session import RunShape
+
+    if args.shell and args.run is None:
+        raise BadInputError("--shell goes with --run")
+    upgrade = None
+    if args.run is not None:
+        upgrade = UpgradeStep.RUN
+    elif args.pause:
+        upgrade = UpgradeStep.PAUSE
+    elif args.no_run:
+        upgrade = UpgradeStep.REHEARSAL
+    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
+    return RunShape(hosts, upgrade, args.run, args.shell)
+
+
+def build_request(args: argparse.Namespace, shape: RunShape) -> RollingRequest:
+    """The request of the options and the run's shape (hosts, upgrade step)."""
     from l3ha.health import HealthPolicy
-    from l3ha.operations.rolling import RollingRequest
+    from l3ha.operations.rolling import RollingRequest, UpgradeStep
 
     if args.no_wait:
         raise BadInputError("--no-wait: a rolling run always waits for the ports to be ACTIVE")
-    hosts = tuple(h.strip() for h in (args.hosts or "").split(",") if h.strip())
-    command, shell = args.run, args.shell
-    if stored is not None:
-        if hosts and list(hosts) != stored["hosts"]:
-            raise BadInputError(
-                f"--resume: the run to resume rolls {','.join(stored['hosts'])}, not "
-                f"{','.join(hosts)}"
-            )
-        hosts = tuple(stored["hosts"])
-        if command is None:
-            command, shell = stored.get("command"), bool(stored.get("shell"))
-    elif not hosts:
-        raise BadInputError("name the hosts: --hosts HOST[,HOST...]")
     if args.report_interval >= args.dead_after:
         raise BadInputError("--report-interval must be shorter than --dead-after")
     return RollingRequest(
-        hosts=hosts,
-        command=command,
-        shell=shell,
+        hosts=shape.hosts,
+        upgrade=shape.upgrade or UpgradeStep.REHEARSAL,
+        command=shape.command,
+        shell=shape.shell,
         run_timeout=args.run_timeout,
         stable_for=args.stable_for,
         stable_timeout=args.stable_timeout,
@@ -181,175 +226,62 @@ def build_request(args: argparse.Namespace, stored: dict[str, Any] | None) -> Ro
     )
 
 
-def _resumable(record: RollingRecord) -> RunRecord:
-    from l3ha.operations.rolling import RunStatus
-
-    latest = record.latest_run()
-    if latest is None:
-        raise BadInputError(f"--resume: no rolling run recorded in {record.state_dir}")
-    if latest.status is RunStatus.DONE:
-        raise BadInputError(f"--resume: the last rolling run ({latest.id}) finished; nothing to do")
-    return latest
-
-
 def run_rolling_command(args: argparse.Namespace) -> int:
     """Run (or resume) the rolling maintenance; print the summary; 0 done, 1 stopped."""
     from l3ha.journal import default_state_dir
-    from l3ha.operations.rolling import RollingRecord
-    from l3ha.operations.rolling.record import DB_NAME
+    from l3ha.operations.rolling import session
 
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    if args.dry_run and args.resume:
+        raise BadInputError("--dry-run and --resume do not go together")
+    stored = session.resumable_run(state_dir) if args.resume else None
+    shape = session.resume_shape(stored.request if stored else None, _given_shape(args))
+    request = build_request(args, shape)
+    cloud = open_cloud(args)  # every check before anything is written
+    snapshot = session.check_hosts(cloud, request.hosts)
+    hooks = session.Hooks(_say, _output_line, _ask_continue)
+    guard = session.traffic_guard(  # checked in a dry run too: it refuses what the run would
+        snapshot,
+        list(collect_targets(args)) if _wants_targets(args) else [],
+        _router_probe(args.probe_routers),
+        request,
+        (args.probe_interval, args.probe_timeout),
+    )
     if args.dry_run:
-        if args.resume:
-            raise BadInputError("--dry-run and --resume do not go together")
-        request = build_request(args, None)
-        return _finish(args, _execute(args, request, _prepare(args, request), None, None))
-    if args.resume and not (state_dir / DB_NAME).exists():
-        raise BadInputError(f"--resume: no rolling run recorded in {state_dir}")
-    stored = None
-    if args.resume:
-        with RollingRecord(state_dir) as record:
-            stored = _resumable(record)
-    request = build_request(args, stored.request if stored else None)
-    prepared = _prepare(args, request)  # every check before anything is written
+        return _finish(args, session.execute(cloud, request, None, shape, hooks))
     if args.output is not None:
         prepare_output(args.output)
-    with RollingRecord(state_dir) as record:
-        live = record.live_run()
-        if live is not None:
-            raise BadInputError(f"rolling run {live.id} is still running (pid {live.pid})")
-        return _finish(args, _execute(args, request, prepared, record, stored))
+    report = session.execute(
+        cloud, request, state_dir, shape, hooks, guard=guard, resume=stored, output=args.output
+    )
+    return _finish(args, report)
 
 
-def _prepare(args: argparse.Namespace, request: RollingRequest) -> tuple[Any, Any]:
-    """The cloud (every host checked to exist) and the probe guard (None: no targets)."""
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot()
-    for host in request.hosts:
-        snapshot.find_agent(host)  # an unknown host fails now, before anything changes
-    return cloud, None if request.dry_run else _guard(args, snapshot)
+def _wants_targets(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "target_specs", None) or args.targets_file)
 
 
-def _execute(
-    args: argparse.Namespace,
-    request: RollingRequest,
-    prepared: tuple[Any, Any],
-    record: RollingRecord | None,
-    stored: RunRecord | None,
-) -> RollingReport:
-    from contextlib import nullcontext
-
-    from l3ha.clock import SystemClock
-    from l3ha.cloud.dhcp import NeutronDhcp
-    from l3ha.journal import Journal
-    from l3ha.operations import OperationContext
-    from l3ha.operations.rolling import DhcpParticipant, L3Participant, RunContext, run_rolling
-
-    cloud, guard = prepared
-    journal = Journal(record.state_dir) if record is not None else None
-    with journal if journal is not None else nullcontext():
-        ops = OperationContext(cloud, journal, SystemClock(), _say)
-        ctx = RunContext(ops, request, guard)
-        doc = {"hosts": list(request.hosts), "command": request.command, "shell": request.shell}
-        if guard is not None:
-            guard.start()
-        try:
-            report = run_rolling(
-                ctx,
-                record,
-                [L3Participant(), DhcpParticipant(NeutronDhcp(cloud))],
-                say=_say,
-                on_output=_output_line,
-                resume_run=stored.id if stored else None,
-                request_doc=doc,
-            )
-        finally:
-            if guard is not None:
-                result = guard.stop()
-                if guard.error is not None:
-                    _say(f"warning: the probe failed: {guard.error}")
-                if result is not None and record is not None:
-                    _write_probe_report(args, record, result, request.max_outage)
-    return report
-
-
-def _guard(args: argparse.Namespace, snapshot: Any) -> Any:
+def _router_probe(spec: str | None) -> Any:
+    """``--probe-routers tcp:PORT|icmp`` as (target kind, port), or None."""
     from l3ha.daemon.dataplane import ProbeKind, parse_probe_spec
-    from l3ha.operations.rolling import TrafficGuard, probe_config, router_targets
-    from l3ha.probe.targets import TargetKind, check_unique
+    from l3ha.probe.targets import TargetKind
 
-    wanted = getattr(args, "target_specs", None) or args.targets_file
-    targets = list(collect_targets(args)) if wanted else []
-    routers = {}
-    if args.probe_routers:
-        spec = parse_probe_spec(args.probe_routers)
-        kind = TargetKind.TCP if spec.kind is ProbeKind.TCP else TargetKind.ICMP
-        routers = router_targets(snapshot, kind, spec.port)
-    if not targets and not routers:
-        if args.max_outage is not None:
-            raise BadInputError("--max-outage needs probe targets (--tcp, ..., --probe-routers)")
+    if not spec:
         return None
-    check_unique([*targets, *routers.values()])
-    config = probe_config(targets, routers, args.probe_interval, args.probe_timeout, "rolling")
-    return TrafficGuard(config, routers)
-
-
-def _write_probe_report(
-    args: argparse.Namespace, record: RollingRecord, result: Any, max_outage: float | None
-) -> None:
-    from l3ha.probe.report import summary_document, write_report
-
-    latest = record.latest_run()
-    output = args.output or record.state_dir / f"rolling-{latest.id if latest else 0}"
-    summary = summary_document(result, max_outage, None)
-    try:
-        write_report(result, summary, output)
-    except OSError as exc:
-        _say(f"warning: cannot write the probe report in {output}: {exc}")
-        return
-    _say(f"probe report: {output}")
+    parsed = parse_probe_spec(spec)
+    return (TargetKind.TCP if parsed.kind is ProbeKind.TCP else TargetKind.ICMP, parsed.port)
 
 
 def _finish(args: argparse.Namespace, report: RollingReport) -> int:
-    rows = [
-        {
-            "host": h.host,
-            "status": h.status,
-            "moved_out": h.moved_out,
-            "moved_back": h.moved_back,
-            "networks_out": h.networks_out,
-            "networks_back": h.networks_back,
-            "longest_outage_s": round(h.longest_outage_s, 2),
-            "seconds": round(h.seconds, 1),
-        }
-        for h in report.hosts
-    ]
+    from l3ha.operations.rolling.report import closing_lines, document, rows
+
     if args.format != "table":
-        steps = [{"host": k.host, "step": k.label, "status": s} for k, s in report.steps]
-        doc = {"run": report.run_id, "hosts": rows, "steps": steps, "stopped": report.stopped,
-               "rebalance_moves": report.rebalance_moves,
-               "longest_outage_s": round(report.longest_outage_s, 3),
-               "longest_outage_target": report.longest_outage_target}  # fmt: skip
-        emit_document(doc, args.format)
+        emit_document(document(report), args.format)
         return report.exit_code
-    if not any(k.participant == "dhcp" for k, _ in report.steps):  # no DHCP agent rolled
-        for row in rows:
-            del row["networks_out"], row["networks_back"]
-    if report.run_id is None:  # dry run
+    if report.dry_run:
         for number, (key, _) in enumerate(report.steps, start=1):
             sys.stdout.write(f"{number:3}. {key.host}: {key.label}\n")
-        rows = [
-            {"host": h.host, "status": h.status, "would_move": h.moved_out}
-            | ({"would_move_networks": h.networks_out} if "networks_out" in rows[0] else {})
-            for h in report.hosts
-        ]
-    emit(rows, "table")
-    if report.rebalance_moves:
-        sys.stdout.write(f"rebalance: {report.rebalance_moves} move(s)\n")
-    if report.longest_outage_target:
-        sys.stdout.write(
-            f"longest outage: {report.longest_outage_s:.2f} s ({report.longest_outage_target})\n"
-        )
-    if report.stopped:
-        sys.stdout.write(f"stopped: {report.stopped}\n(fix it, then: l3ha rolling --resume)\n")
+    emit(rows(report, table=True), "table")
+    for line in closing_lines(report):
+        sys.stdout.write(f"{line}\n")
     return report.exit_code

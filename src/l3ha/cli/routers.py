@@ -10,6 +10,7 @@ from l3ha.cli.common import (
     add_snapshot_option,
     command_group,
     load_weight_policy,
+    read_weighed_world,
     warn_about_weights,
 )
 from l3ha.cli.output import (
@@ -20,7 +21,6 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
-from l3ha.cli.weighing import read_weighed_world
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
 

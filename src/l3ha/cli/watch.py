@@ -50,12 +50,14 @@ def _run(args: argparse.Namespace) -> int:
     from l3ha.daemon.leader import Leadership, default_member_id
     from l3ha.daemon.logevents import configure, event
     from l3ha.daemon.metrics import WatchMetrics
+    from l3ha.daemon.preflight import check_can_act
     from l3ha.daemon.settings import load_settings
     from l3ha.daemon.watch import Parts, Watcher
     from l3ha.journal import Journal
 
     settings = load_settings(args)
     weights = load_weight_policy(args)
+    check_can_act(settings)  # exit 2 now rather than fail when a failover is due
     configure(settings.log_format)
     if settings.os_cloud and not getattr(args, "os_cloud", None):
         args.os_cloud = settings.os_cloud

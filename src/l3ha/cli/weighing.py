@@ -4,7 +4,7 @@
 ``--weights-query PROMQL``, ``--weight-unit X``, ``--max-weight N``,
 ``--weights-timeout SECONDS`` and ``--weight-combine precedence|max`` (the
 rules are in ``l3ha.weights``; the reading in ``l3ha.measurement``). The
-commands call ``weigh`` (or ``read_weighed_world``) once, with the cloud they
+commands call ``weigh`` (or ``l3ha.cli.common.read_weighed_world``) once, with the cloud they
 opened; warnings go to stderr as ``l3ha: warning: ...`` and never stop the
 command.
 """
@@ -24,7 +24,6 @@ from l3ha.measurement import (
     apply,
     measure,
 )
-from l3ha.model import Snapshot
 from l3ha.prometheus import DEFAULT_TIMEOUT
 from l3ha.weights import Combine, WeightPolicy
 
@@ -122,18 +121,3 @@ def weigh(
     for warning in measurement.warnings:
         sys.stderr.write(f"l3ha: warning: {warning}\n")
     return apply(policy, measurement)
-
-
-def read_weighed_world(
-    args: argparse.Namespace, policy: WeightPolicy, with_ha_state: bool = False
-) -> tuple[Snapshot, WeightPolicy]:
-    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it."""
-    from l3ha.cli.common import open_cloud, read_world
-
-    measure_options(args)  # a bad combination fails before anything is read
-    check_offline(args)
-    if getattr(args, "snapshot", None):
-        return read_world(args, with_ha_state), weigh(args, policy, None)
-    cloud = open_cloud(args)
-    snapshot = cloud.read_snapshot(with_ha_state=with_ha_state)
-    return snapshot, weigh(args, policy, cloud)

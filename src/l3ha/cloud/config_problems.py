@@ -42,20 +42,35 @@ def open_error(exc: Exception, cloud: str | None, skipped: list[str]) -> L3haErr
     error = translate_exception(exc, f"open {label}{source}")
     if isinstance(error, AuthError):
         return error
-    if name and "was not found" in str(exc):
-        return ConfigError(f"no cloud {name!r}{source} in {_clouds_files_text()}")
+    if name and ("was not found" in str(exc) or not _defined(name)):
+        return ConfigError(f"cloud {name!r}{source} not found in {_clouds_files_text()}")
     hint = "" if name else "; name a clouds.yaml entry with --os-cloud or OS_CLOUD"
     return ConfigError(f"{error.message}{hint}")
+
+
+def _defined(name: str) -> bool:
+    """Whether a clouds.yaml openstacksdk reads defines ``name`` (True when it cannot tell)."""
+    try:
+        return name in _sdk_config().get_cloud_names()
+    except Exception:
+        return True
+
+
+def _sdk_config() -> openstack.config.OpenStackConfig:
+    return openstack.config.OpenStackConfig()
 
 
 def _clouds_files_text() -> str:
     """Which clouds.yaml openstacksdk read and the clouds it defines, for an error message."""
     try:
-        config = openstack.config.OpenStackConfig()
+        config = _sdk_config()
         path = config.config_filename
         names = [n for n in config.get_cloud_names() if n != "envvars"]
     except Exception:
         return "clouds.yaml"
+    named = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    if named and not os.path.exists(named):
+        return f"{named} (OS_CLIENT_CONFIG_FILE: no such file)"
     if not path:
         return "any clouds.yaml (none found; set OS_CLIENT_CONFIG_FILE)"
     return f"{path} (it defines: {candidates_text(names)})"

@@ -83,7 +83,7 @@ def check_cloud(api: NeutronApi) -> None:
 
 
 def _check_once(api: NeutronApi) -> None:
-    with api.translated("connect"):
+    with api.logged("GET", "(authenticate, discover Neutron)"), api.translated("connect"):
         _probe_identity(api)
         try:
             api.conn.network.get_endpoint()

@@ -1,4 +1,7 @@
-"""The one retry policy of API calls: attempts and a deadline per call. Pure (injected clock).
+"""The one retry policy of API calls: attempts and a deadline per call.
+
+I/O: sleeps between tries (on the injected clock, so a ``ManualClock`` never waits) and
+logs each retry at debug level.
 
 ``RetryPolicy.run(call)`` calls again, after a growing pause, while ``call``
 fails with a retryable ``l3ha.errors`` error, within a total budget: at most

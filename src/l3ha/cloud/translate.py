@@ -1,4 +1,6 @@
-"""Neutron API dicts and HTTP statuses turned into l3ha model objects and errors. Pure.
+"""Neutron API dicts and HTTP statuses turned into l3ha model objects and errors.
+
+Pure, apart from one logged warning (an agent mode l3ha does not know).
 
 The adapter fetches JSON through openstacksdk's authenticated session and hands
 the decoded dicts here, so the mapping from the wire format (exactly as

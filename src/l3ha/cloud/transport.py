@@ -11,17 +11,20 @@ idempotent: reads, ``PUT`` of an agent field, the scheduler's ``POST`` that
 answers 201 when the binding already exists and its ``DELETE`` that answers
 204 when it does not). SDK, keystoneauth and requests exceptions become
 ``l3ha.errors`` here (``sdk_errors.translate_exception``; the status table
-is ``translate.error_for_status``). No token or password is ever logged or
-put in a message.
+is ``translate.error_for_status``). Every attempt is logged at DEBUG on the
+``l3ha.api`` logger (``l3ha -v`` or ``--debug`` shows them): method, path and
+query, status (or the error) and milliseconds, as ``openstack --debug`` shows
+its requests; never a header, body, token or password.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from keystoneauth1 import exceptions as ksa_exc
 
@@ -34,6 +37,8 @@ from l3ha.tokenbucket import TokenBucket
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+api_log = logging.getLogger("l3ha.api")
 
 
 def quoted(ident: str) -> str:
@@ -137,16 +142,28 @@ class NeutronApi:
     ) -> Any:
         if self.rate is not None:
             self.rate.take()
-        with self.translated(what):
+        with self.logged(method, _shown(path, params)) as outcome, self.translated(what):
             resp = self.conn.network.request(
                 path, method, json=body, params=params, raise_exc=False, timeout=self.timeout
             )
-            if resp.status_code >= 400:
-                error_body = _json_or_none(resp)
-                raise translate.error_for_status(resp.status_code, self.where(what), error_body)
-            if not resp.content:
-                return None
-            return resp.json()
+            outcome.append(str(resp.status_code))
+            return _decoded(resp, self.where(what))
+
+    @contextmanager
+    def logged(self, method: str, shown: str) -> Iterator[list[str]]:
+        """Log the request inside (DEBUG, ``l3ha.api``): its status, which the caller appends
+        to the list it is given, or the error it raised, and how long it took."""
+        started, outcome = self.clock.monotonic(), list[str]()
+        try:
+            yield outcome
+            outcome.append("ok")
+        except Exception as exc:
+            outcome.append(f"failed: {translate.one_line(str(exc))}")
+            raise
+        finally:
+            if api_log.isEnabledFor(logging.DEBUG):
+                took = (self.clock.monotonic() - started) * 1000
+                api_log.debug("%s %s -> %s (%.0f ms)", method, shown, outcome[0], took)
 
     def collection(
         self, path: str, key: str, what: str, params: Sequence[tuple[str, str]] = ()
@@ -187,6 +204,23 @@ class NeutronApi:
                     f.cancel()
                 failed[0].result()
             return [f.result() for f in futures]
+
+
+def _decoded(resp: Any, where: str) -> Any:
+    """The answer's JSON (None when empty), or the l3ha error of its HTTP error status."""
+    if resp.status_code >= 400:
+        raise translate.error_for_status(resp.status_code, where, _json_or_none(resp))
+    if not resp.content:
+        return None
+    return resp.json()
+
+
+def _shown(path: str, params: Sequence[tuple[str, str]] | None) -> str:
+    """The request as a log line shows it: a relative path with its query, or a page link
+    (a full URL) without user info or query."""
+    if "://" in path:
+        return translate.safe_url(path)
+    return f"{path}?{urlencode(list(params))}" if params else path
 
 
 def _json_or_none(resp: Any) -> Any:

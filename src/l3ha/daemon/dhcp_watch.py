@@ -29,7 +29,15 @@ from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.dhcp import DhcpOutcome
-from l3ha.health import HealthPolicy, HealthState, Verdict, fleet_halts, observe, verdicts
+from l3ha.health import (
+    CALM_VERDICTS,
+    HealthPolicy,
+    HealthState,
+    Verdict,
+    fleet_halts,
+    observe,
+    verdicts,
+)
 from l3ha.journal import Journal
 from l3ha.model import Halt
 from l3ha.operations.dhcp import DhcpContext, DhcpRequest, DhcpResult, run_dhcp_action
@@ -133,7 +141,7 @@ class DhcpWatch:
             if before is not verdict:
                 event(
                     "dhcp_verdict",
-                    logging.WARNING if verdict is not Verdict.ALIVE else logging.INFO,
+                    logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
                     agent=hosts.get(agent_id, agent_id),
                     verdict=verdict.value,
                     was=before.value if before else None,

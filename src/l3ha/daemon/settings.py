@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -28,11 +27,11 @@ from oslo_config import cfg
 
 from l3ha.errors import BadInputError
 from l3ha.journal import default_state_dir
+from l3ha.measurement import DEFAULT_WEIGHTS_INTERVAL
 
 DEFAULT_CONFIG_FILE = "/etc/l3ha/l3ha.conf"
 WATCH = "watch"
 DEFAULT = "DEFAULT"
-_PROBE = re.compile(r"^(icmp|tcp:(\d{1,5}))$")
 
 # A table, one option per entry (its help text under its name): kept out of the formatter.
 # fmt: off
@@ -130,7 +129,7 @@ _SPECS: tuple[tuple[str, cfg.Opt, str], ...] = (
         help="After a move, wait this many seconds for the router's ports to become ACTIVE on the "
         "new agent. A move that takes longer is reported as slow, not as failed: the router "
         "has moved."), "SECONDS"),
-    (WATCH, cfg.FloatOpt("weights_interval", default=300.0, min=1.0,
+    (WATCH, cfg.FloatOpt("weights_interval", default=DEFAULT_WEIGHTS_INTERVAL, min=1.0,
         help="Seconds between two readings of the measured router weights (--busy-ports, "
         "--busy-fips, --weights-prometheus); in between, every cycle uses the last reading. "
         "A source that cannot be read is a warning: the other weights still apply and no move "
@@ -177,17 +176,6 @@ class WatchSettings:
     config_files: tuple[str, ...] = ()
     dhcp: bool = False
     dhcp_agents_per_network: int = 1
-
-    @property
-    def probe_kind(self) -> str | None:
-        """``"tcp"``, ``"icmp"`` or None (no data-plane probe)."""
-        return self.dataplane_probe.split(":", 1)[0] if self.dataplane_probe else None
-
-    @property
-    def probe_port(self) -> int | None:
-        """The TCP port of a ``tcp:PORT`` probe."""
-        kind, _, port = self.dataplane_probe.partition(":")
-        return int(port) if kind == "tcp" else None
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
@@ -366,12 +354,14 @@ def _probe(text: str) -> str:
     text = text.strip()
     if not text:
         return ""
-    match = _PROBE.match(text)
-    if match is None or (match.group(2) is not None and not 0 < int(match.group(2)) < 65536):
+    from l3ha.daemon.dataplane import parse_probe_spec
+
+    try:
+        return str(parse_probe_spec(text))
+    except BadInputError:
         raise BadInputError(
             f"dataplane_probe {text!r}: expected 'tcp:PORT' (PORT 1-65535), 'icmp' or empty"
-        )
-    return text
+        ) from None
 
 
 def _coordination(url: str) -> str:

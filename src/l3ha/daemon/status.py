@@ -5,7 +5,10 @@ Every cycle the daemon replaces the file atomically (write, fsync-free rename):
 who it is, whether it leads, when the cycle ran, the halts in force with their
 reasons, agents per verdict and the partitioned hosts; with ``--dhcp``, the
 same for the DHCP agents under ``dhcp`` (its halts, verdicts and read
-error). ``read_status`` gives
+error). Its ``state`` is ``running``; a daemon that stops cleanly (SIGTERM,
+``--once``) writes its last cycle's document once more with ``state:
+stopped`` and the time (``stopped_document``), so ``l3ha check`` can tell a stopped daemon from a
+hung one. ``read_status`` gives
 ``None`` when there is no file, and raises ``BadInputError`` when it cannot be
 understood.
 """
@@ -24,6 +27,8 @@ from l3ha.hastate.statefile import read_state
 from l3ha.model import Halt
 
 STATUS_FILE = "watch-status.json"
+RUNNING = "running"
+STOPPED = "stopped"
 
 
 def status_document(
@@ -41,6 +46,7 @@ def status_document(
     """The document written each cycle (``updated``: unix time; ``dhcp``: see
     ``dhcp_status``, absent when the daemon does not watch DHCP)."""
     document: dict[str, Any] = {
+        "state": RUNNING,
         "member": member,
         "leader": leader,
         "updated": round(updated, 3),
@@ -52,6 +58,19 @@ def status_document(
     }
     if dhcp is not None:
         document["dhcp"] = dict(dhcp)
+    return document
+
+
+def stopped_document(
+    last: Mapping[str, Any] | None, *, member: str, stopped: float, interval: float
+) -> dict[str, Any]:
+    """The last document of a daemon that stopped cleanly at unix time ``stopped``: what its
+    last cycle saw (``last``, when one ran), marked stopped."""
+    document = dict(last) if last is not None else status_document(
+        member=member, leader=False, updated=stopped, interval=interval, halts=(),
+        verdicts={}, partitioned=(),
+    )  # fmt: skip
+    document.update(state=STOPPED, stopped=round(stopped, 3))
     return document
 
 

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -43,10 +44,10 @@ from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.observe import Observer, ProbeSettings, View
 from l3ha.daemon.sdnotify import Notifier
 from l3ha.daemon.settings import WatchSettings
-from l3ha.daemon.status import dhcp_status, status_document, write_status
+from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
-from l3ha.health import HealthPolicy, Verdict, summarize
+from l3ha.health import CALM_VERDICTS, HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal
 from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
@@ -92,6 +93,7 @@ class Watcher:
         self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
         self.dhcp: DhcpWatch | None = None
         self._dhcp_last: DhcpCycle | None = None  # for the status file
+        self._last_status: dict[str, object] | None = None  # the status file's last document
         self._configure(parts.settings)
 
     # --- configuration ----------------------------------------------------
@@ -149,6 +151,7 @@ class Watcher:
                 self.stopping.wait(max(0.0, rest))
         finally:
             self._shutdown()
+        self._write_stopped()  # only a clean stop: a crash leaves the status to go stale
         return 0
 
     def _maybe_reload(self) -> None:
@@ -308,7 +311,7 @@ class Watcher:
                 if before is not verdict:
                     event(
                         "verdict",
-                        logging.WARNING if verdict is not Verdict.ALIVE else logging.INFO,
+                        logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
                         agent=hosts.get(agent_id, agent_id),
                         verdict=verdict.value,
                         was=before.value if before else None,
@@ -348,10 +351,15 @@ class Watcher:
             read_error=view.error,
             dhcp=self._dhcp_document(),
         )
-        try:
-            write_status(self.settings.state_dir, document)
-        except OSError as exc:
-            event("status_write_failed", logging.ERROR, error=str(exc))
+        self._last_status = document
+        _save_status(self.settings.state_dir, document)
+
+    def _write_stopped(self) -> None:
+        member = self.parts.leadership.member_id if self.parts.leadership else "local"
+        document = stopped_document(
+            self._last_status, member=member, stopped=time.time(), interval=self.settings.interval
+        )
+        _save_status(self.settings.state_dir, document)
 
     def _dhcp_document(self) -> dict[str, object] | None:
         done = self._dhcp_last
@@ -411,3 +419,11 @@ def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tup
 
 def _probe_spec(settings: WatchSettings) -> ProbeSpec | None:
     return parse_probe_spec(settings.dataplane_probe) if settings.dataplane_probe else None
+
+
+def _save_status(state_dir: Path, document: dict[str, object]) -> None:
+    """Write the status file; a failure is logged, never fatal."""
+    try:
+        write_status(state_dir, document)
+    except OSError as exc:
+        event("status_write_failed", logging.ERROR, error=str(exc))

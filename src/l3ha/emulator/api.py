@@ -9,9 +9,8 @@ floating IPs and availability zones in ``api_resources``. Every error is an
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from l3ha.clock import Clock
 from l3ha.emulator import render
 from l3ha.emulator.api_dhcp import DhcpApi
 from l3ha.emulator.api_resources import ResourceApi
@@ -28,8 +27,12 @@ from l3ha.emulator.http_types import (
     resource_body,
 )
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
+from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import AgentRec, NetworkRec, RouterRec, World
+from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 Doc = dict[str, Any]
 
@@ -88,9 +91,9 @@ class NeutronApi:
         self.clock = clock
         self.public = public
         self.routers = RouterApi(self)
-        self.resources = ResourceApi(self)
         self.dhcp = DhcpApi(self)
         self.subnets = SubnetApi(self)
+        self.resources = ResourceApi(self, self.dhcp, self.subnets)
 
     # --- entry ----------------------------------------------------------------
 

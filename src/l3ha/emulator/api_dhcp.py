@@ -1,6 +1,8 @@
-"""The Neutron v2.0 DHCP agent scheduler shims, network creation and DHCP port docs. Pure.
+"""The Neutron v2.0 DHCP agent scheduler shims, network creation and DHCP port docs.
 
-Part of the emulator's API (see ``api``); handlers run under ``world.lock``. Codes and
+No I/O, but not pure: handlers read the emulator's clock (timestamps) and change the world
+and the simulation (bindings, networks, DHCP ports). Part of the emulator's API (see
+``api``); handlers run under ``world.lock``. Codes and
 bodies follow neutron 29 (neutron/extensions/dhcpagentscheduler.py,
 neutron/db/agentschedulers_db.py), checked by the contract suite against the real server:
 
@@ -26,16 +28,14 @@ neutron/db/agentschedulers_db.py), checked by the contract suite against the rea
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from l3ha.emulator import render
+from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
 from l3ha.emulator.http_types import Request, Response, as_bool, no_content, ok, resource_body
 from l3ha.emulator.query import ApiError, bad_request
-from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.api import NeutronApi
+from l3ha.emulator.records import DHCP_AGENT, AgentRec, NetworkRec
 
 Doc = dict[str, Any]
 
@@ -106,7 +106,7 @@ def dhcp_port_doc(port: DhcpPortRec) -> Doc:
 class DhcpApi:
     """Handlers of the DHCP scheduler shims and ``POST /v2.0/networks``."""
 
-    def __init__(self, api: NeutronApi) -> None:
+    def __init__(self, api: ApiCore) -> None:
         self.api = api
         self.world = api.world
         self.sim = api.sim

@@ -8,17 +8,16 @@ the DHCP scheduler shims in ``api_dhcp``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from l3ha.emulator import render
-from l3ha.emulator.api_dhcp import dhcp_port_doc
+from l3ha.emulator.api_core import ApiCore
+from l3ha.emulator.api_dhcp import DhcpApi, dhcp_port_doc
+from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
 from l3ha.emulator.http_types import Request, Response, not_found_path, ok, only_fields
 from l3ha.emulator.query import ApiError, CollectionSpec, list_collection
-from l3ha.emulator.world import PortRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.api import NeutronApi
+from l3ha.emulator.records import PortRec
 
 Doc = dict[str, Any]
 
@@ -59,8 +58,10 @@ class ResourceApi:
     """Handlers for ports, networks, floating IPs and availability zones; subnets and
     network writes are routed on to ``api_subnets`` and ``api_dhcp``."""
 
-    def __init__(self, api: NeutronApi) -> None:
+    def __init__(self, api: ApiCore, dhcp: DhcpApi, subnets: SubnetApi) -> None:
         self.api = api
+        self.dhcp = dhcp
+        self.subnets = subnets
         self.world = api.world
         self.sim = api.sim
 
@@ -69,13 +70,13 @@ class ResourceApi:
             ("ports", 1, "GET"): self._list_ports,
             ("ports", 2, "GET"): self._show_port,
             ("networks", 1, "GET"): self._list_networks,
-            ("networks", 1, "POST"): self.api.dhcp.create_network,
+            ("networks", 1, "POST"): self.dhcp.create_network,
             ("networks", 3, "GET"): self._network_sub_route,
-            ("subnets", 1, "GET"): self.api.subnets.list,
-            ("subnets", 1, "POST"): self.api.subnets.create,
-            ("subnets", 2, "GET"): self.api.subnets.show,
+            ("subnets", 1, "GET"): self.subnets.list,
+            ("subnets", 1, "POST"): self.subnets.create,
+            ("subnets", 2, "GET"): self.subnets.show,
             ("networks", 2, "GET"): self._show_network,
-            ("networks", 2, "DELETE"): self.api.dhcp.delete_network,
+            ("networks", 2, "DELETE"): self.dhcp.delete_network,
             ("floatingips", 1, "GET"): self._list_fips,
             ("floatingips", 2, "GET"): self._show_fip,
             ("availability_zones", 1, "GET"): self._list_azs,
@@ -131,10 +132,10 @@ class ResourceApi:
     def _network_sub_route(self, req: Request, net_id: str, sub: str) -> Response:
         if sub != "dhcp-agents":
             raise not_found_path()
-        return self.api.dhcp.hosting_agents(req, net_id, sub)
+        return self.dhcp.hosting_agents(req, net_id, sub)
 
     def _list_networks(self, req: Request) -> Response:
-        return ok(list_collection(list(self.world.networks.values()), self.api.dhcp.network_doc,
+        return ok(list_collection(list(self.world.networks.values()), self.dhcp.network_doc,
                                   lambda n: n.id, req.params, NETWORKS,
                                   self.api.collection_url(req),
                                   marker_exists=self._network_marker))
@@ -148,7 +149,7 @@ class ResourceApi:
         net = self.world.networks.get(net_id)
         if net is None:
             raise ApiError(404, "NetworkNotFound", f"Network {net_id} could not be found.")
-        return ok({"network": only_fields(req, self.api.dhcp.network_doc(net))})
+        return ok({"network": only_fields(req, self.dhcp.network_doc(net))})
 
     def _list_fips(self, req: Request) -> Response:
         public = self.api.public

@@ -9,9 +9,10 @@ the simulation, since tags set a router's busy weight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from l3ha.emulator import render
+from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.http_types import (
     Request,
     Response,
@@ -23,10 +24,7 @@ from l3ha.emulator.http_types import (
     resource_body,
 )
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
-from l3ha.emulator.world import INTERFACE_OWNERS, OWNER_GATEWAY, OWNER_SNAT, RouterRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.api import NeutronApi
+from l3ha.emulator.records import INTERFACE_OWNERS, OWNER_GATEWAY, OWNER_SNAT, RouterRec
 
 Doc = dict[str, Any]
 TAG_MAX_LEN = 255
@@ -58,7 +56,7 @@ ROUTERS = CollectionSpec(
 class RouterApi:
     """Handlers for ``/v2.0/routers`` and its ``l3-agents`` and ``tags`` sub-resources."""
 
-    def __init__(self, api: NeutronApi) -> None:
+    def __init__(self, api: ApiCore) -> None:
         self.api = api
         self.world = api.world
         self.sim = api.sim

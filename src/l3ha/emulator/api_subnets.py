@@ -11,15 +11,13 @@ agents at once, as Neutron's DHCP notifier does on ``subnet_create_end``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from l3ha.emulator import render
+from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.http_types import Request, Response, as_bool, ok, resource_body
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
-from l3ha.emulator.world import NetworkRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.api import NeutronApi
+from l3ha.emulator.records import NetworkRec
 
 Doc = dict[str, Any]
 
@@ -67,7 +65,7 @@ SUBNET_CREATE_KEYS = frozenset(
 class SubnetApi:
     """Handlers of ``/v2.0/subnets``."""
 
-    def __init__(self, api: NeutronApi) -> None:
+    def __init__(self, api: ApiCore) -> None:
         self.api = api
         self.world = api.world
         self.tables = api.world.dhcp

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 
 from l3ha.emulator import build_dhcp
 from l3ha.emulator.config import EmulatorConfig
-from l3ha.emulator.world import (
+from l3ha.emulator.records import (
     BUSY_TAG,
     DHCP_AGENT,
     L3_AGENT,
@@ -38,9 +38,9 @@ from l3ha.emulator.world import (
     AgentRec,
     NetworkRec,
     RouterRec,
-    World,
     router_weight,
 )
+from l3ha.emulator.world import World
 
 
 class Built:

@@ -12,7 +12,8 @@ from datetime import datetime
 
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.dhcp_world import DhcpPortRec, dhcp_device_id
-from l3ha.emulator.world import DHCP_AGENT, World
+from l3ha.emulator.records import DHCP_AGENT
+from l3ha.emulator.world import World
 
 
 def add_tenant_networks(world: World, cfg: EmulatorConfig, now: datetime) -> None:

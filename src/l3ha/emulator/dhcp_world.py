@@ -20,10 +20,8 @@ from __future__ import annotations
 import uuid
 from collections import deque
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from l3ha.emulator.world import AgentRec, NetworkRec
+from l3ha.emulator.records import AgentRec, NetworkRec
 
 OWNER_DHCP = "network:dhcp"
 RESERVED_DEVICE_ID = "reserved_dhcp_port"

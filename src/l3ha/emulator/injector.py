@@ -22,9 +22,10 @@ from typing import Any
 from l3ha.clock import Clock
 from l3ha.emulator.faults import AGENT_KINDS, FAULT_ARGS, Fault, FaultError, Step, parse_fault
 from l3ha.emulator.query import ApiError
+from l3ha.emulator.records import DHCP_AGENT, AgentRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.sim_agents import AgentLifecycle
-from l3ha.emulator.world import DHCP_AGENT, AgentRec, World
+from l3ha.emulator.world import World
 
 STATUS_TYPES = {
     400: "HTTPBadRequest",

@@ -10,8 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from l3ha.emulator import sim_ports
-from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import (
+from l3ha.emulator.records import (
     DHCP_AGENT,
     OWNER_DVR_INTERFACE,
     OWNER_HA_INTERFACE,
@@ -20,8 +19,9 @@ from l3ha.emulator.world import (
     NetworkRec,
     PortRec,
     RouterRec,
-    World,
 )
+from l3ha.emulator.sim import Simulation
+from l3ha.emulator.world import World
 
 Doc = dict[str, Any]
 

@@ -32,10 +32,10 @@ from l3ha.emulator.keystone import PREFIX as KEYSTONE_PREFIX
 from l3ha.emulator.keystone import UNAUTHORIZED, Keystone
 from l3ha.emulator.listeners import Listeners
 from l3ha.emulator.query import ApiError
+from l3ha.emulator.records import OWNER_GATEWAY, RouterRec
 from l3ha.emulator.render import ha_view, iso_time
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.traffic import CONTENT_TYPE, TrafficMeter
-from l3ha.emulator.world import OWNER_GATEWAY, RouterRec
 
 LOG = logging.getLogger(__name__)
 CLOUD_NAME = "l3ha-emulator"

@@ -39,18 +39,21 @@ import heapq
 import itertools
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from l3ha.clock import Clock
 from l3ha.emulator import sim_ports
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.records import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec
 from l3ha.emulator.sim_agents import AgentLifecycle
 from l3ha.emulator.sim_dhcp import DhcpSimulation
 from l3ha.emulator.sim_dhcp_failover import NeutronDhcpFailover
 from l3ha.emulator.sim_failover import NeutronFailover
 from l3ha.emulator.sim_schedule import RouterScheduler
 from l3ha.emulator.sim_vrrp import VrrpModel
-from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec, Replica, RouterRec, World
+from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 Event = tuple[float, int, Callable[..., None], tuple[Any, ...]]
 
@@ -70,9 +73,9 @@ class Simulation:
         self.failover = NeutronFailover(self)
         self.scheduler = RouterScheduler(self)
         self.dhcp = DhcpSimulation(self)
-        self.dhcp_failover = NeutronDhcpFailover(self)
+        self.dhcp_failover = NeutronDhcpFailover(self, self.dhcp)
         self.vrrp = VrrpModel(self)
-        self.lifecycle = AgentLifecycle(self)
+        self.lifecycle = AgentLifecycle(self, self.scheduler, self.vrrp, self.dhcp)
 
     # --- event loop -----------------------------------------------------------
 

@@ -19,20 +19,24 @@ Runs on the simulation (its clock and event heap); callers hold ``world.lock``.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 from l3ha.emulator import sim_ports
-from l3ha.emulator.world import DHCP_AGENT, AgentRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import DHCP_AGENT, AgentRec
+from l3ha.emulator.sim_core import SimCore
+from l3ha.emulator.sim_dhcp import DhcpSimulation
+from l3ha.emulator.sim_schedule import RouterScheduler
+from l3ha.emulator.sim_vrrp import VrrpModel
 
 
 class AgentLifecycle:
     """What happens to the simulation's agents' processes, nodes and message-bus links."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore, scheduler: RouterScheduler, vrrp: VrrpModel,
+                 dhcp: DhcpSimulation) -> None:
         self.sim = sim
+        self.scheduler = scheduler
+        self.vrrp = vrrp
+        self.dhcp = dhcp
         self.broker_until = 0.0
         self._outages = 0
 
@@ -56,16 +60,16 @@ class AgentLifecycle:
         if agent.start_unreported:  # the start report (start_flag) sets started_at
             agent.started_at, agent.start_unreported = agent.heartbeat, False
         self.drop_stale(agent)
-        sim.scheduler.full_resync(agent)
+        self.scheduler.full_resync(agent)
         if agent.agent_type == DHCP_AGENT:
-            sim.dhcp.resync(agent)
+            self.dhcp.resync(agent)
         waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
         for router in agent.routers.values():
             if not router.bindings[agent.id].processed and router.id not in waiting:
                 agent.sync_queue.append(router.id)
         sim.pump(agent)
         for router in agent.routers.values():
-            sim.vrrp.sync_reported(router)
+            self.vrrp.sync_reported(router)
 
     def drop_stale(self, agent: AgentRec) -> None:
         """Remove the copies of routers the agent runs but no longer hosts."""
@@ -98,7 +102,7 @@ class AgentLifecycle:
 
     def _kill_one(self, agent: AgentRec) -> None:
         if agent.agent_type == DHCP_AGENT:
-            self.sim.dhcp.killed(agent)
+            self.dhcp.killed(agent)
         agent.running = False
         agent.cut_off = False
         agent.generation += 1
@@ -138,7 +142,7 @@ class AgentLifecycle:
         if not agent.running or agent.stopped:
             return
         if agent.agent_type == DHCP_AGENT:
-            self.sim.dhcp.stopped(agent)
+            self.dhcp.stopped(agent)
         agent.stopped = True
         agent.cut_off = True  # it resyncs when it starts
         agent.generation += 1
@@ -162,7 +166,7 @@ class AgentLifecycle:
             return
         agent.admin_state_up = up
         if agent.agent_type == DHCP_AGENT:
-            self.sim.dhcp.admin_changed(agent)
+            self.dhcp.admin_changed(agent)
             return
         self._requeue_all(agent)
         if not up:
@@ -170,7 +174,7 @@ class AgentLifecycle:
             for router in agent.routers.values():
                 sim_ports.torn_down(router, agent)
         elif self.sim.can_report(agent):  # agent_updated: a full resync
-            self.sim.scheduler.full_resync(agent)
+            self.scheduler.full_resync(agent)
         self.sim.refresh_agent(agent)
         self.sim.pump(agent)
 

@@ -35,7 +35,6 @@ it is modelled:
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from l3ha.emulator.dhcp_world import (
     RESERVED_DEVICE_ID,
@@ -45,10 +44,8 @@ from l3ha.emulator.dhcp_world import (
     DhcpTables,
     dhcp_device_id,
 )
-from l3ha.emulator.world import DHCP_AGENT, AgentRec, NetworkRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import DHCP_AGENT, AgentRec, NetworkRec
+from l3ha.emulator.sim_core import SimCore
 
 STARTUP_SECONDS_PER_NETWORK = 2.0  # agent_starting_up's extra time per bound network
 
@@ -56,7 +53,7 @@ STARTUP_SECONDS_PER_NETWORK = 2.0  # agent_starting_up's extra time per bound ne
 class DhcpSimulation:
     """The DHCP agents' side of the simulation; ``auto_scheduled`` counts resync bindings."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore) -> None:
         self.sim = sim
         self.cfg = sim.cfg
         self.world = sim.world

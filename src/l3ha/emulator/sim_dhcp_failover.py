@@ -28,19 +28,18 @@ from __future__ import annotations
 import random
 from collections import deque
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from l3ha.emulator.world import AgentRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import AgentRec
+from l3ha.emulator.sim_core import SimCore
+from l3ha.emulator.sim_dhcp import DhcpSimulation
 
 
 class NeutronDhcpFailover:
     """The periodic DHCP check; counters say what it did."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore, dhcp: DhcpSimulation) -> None:
         self.sim = sim
+        self.dhcp = dhcp
         self.cfg = sim.cfg
         self._canary: datetime | None = None
         self.passes = 0
@@ -97,7 +96,7 @@ class NeutronDhcpFailover:
         wall = self.sim.clock.wall()
         self._canary = wall
         limit = self.dead_limit if dead_limit is None else dead_limit
-        agents = self.sim.dhcp.agents()
+        agents = self.dhcp.agents()
         dead = [
             (net_id, agent.id)
             for agent in agents
@@ -115,10 +114,10 @@ class NeutronDhcpFailover:
         self._walk(started, deque(sorted(dead)), limit, again)
 
     def _starting_up(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        return self.sim.dhcp.starting_up(agent, limit, now)
+        return self.dhcp.starting_up(agent, limit, now)
 
     def _eligible(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        return self.sim.dhcp.eligible(agent, limit, now)
+        return self.dhcp.eligible(agent, limit, now)
 
     def _walk(
         self, started: float, todo: deque[tuple[str, str]], limit: float, again: bool
@@ -129,11 +128,11 @@ class NeutronDhcpFailover:
             agent = self.sim.world.agents.get(agent_id)
             if network is None or agent is None:
                 continue
-            if self.sim.dhcp.remove(network, agent, notify=False):
+            if self.dhcp.remove(network, agent, notify=False):
                 self.removed += 1
             wall = self.sim.clock.wall()
-            eligible = {a.id for a in self.sim.dhcp.agents() if self._eligible(a, limit, wall)}
-            self.moves += len(self.sim.dhcp.schedule(network, eligible))
+            eligible = {a.id for a in self.dhcp.agents() if self._eligible(a, limit, wall)}
+            self.moves += len(self.dhcp.schedule(network, eligible))
             now = self.sim.clock.monotonic()  # the binding's DB work blocks the pass
             self.sim.schedule(
                 now + self.cfg.neutron_move_time, self._walk, started, todo, limit, again

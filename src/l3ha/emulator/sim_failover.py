@@ -33,12 +33,9 @@ from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from l3ha.emulator.world import AgentRec, RouterRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import AgentRec, RouterRec
+from l3ha.emulator.sim_core import SimCore
 
 AGENT_NOTIFY_MAX_ATTEMPTS = 2  # neutron/api/rpc/agentnotifiers/l3_rpc_agent_api.py
 
@@ -53,7 +50,7 @@ class Outcome(StrEnum):
 class NeutronFailover:
     """The periodic rescheduler; counters say what it did."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore) -> None:
         self.sim = sim
         self.cfg = sim.cfg
         self._canary: datetime | None = None

@@ -17,7 +17,7 @@ ports stay ACTIVE on the old host.
 
 from __future__ import annotations
 
-from l3ha.emulator.world import AgentRec, Replica, RouterRec
+from l3ha.emulator.records import AgentRec, Replica, RouterRec
 
 
 def fetched(router: RouterRec, replica: Replica) -> None:

@@ -24,12 +24,8 @@ modelled:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from l3ha.emulator.world import AgentRec, RouterRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import AgentRec, RouterRec
+from l3ha.emulator.sim_core import SimCore
 
 #: Agent modes neutron schedules no router to (compute-node agents).
 UNSCHEDULABLE_MODES = frozenset({"dvr", "dvr_no_external"})
@@ -45,7 +41,7 @@ def can_host(agent: AgentRec, router: RouterRec) -> bool:
 class RouterScheduler:
     """Auto-scheduling on resync and scheduling on update; ``bound`` counts its bindings."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore) -> None:
         self.sim = sim
         self.cfg = sim.cfg
         self.bound = 0

@@ -12,19 +12,15 @@ wait ends is never reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from l3ha.emulator import sim_ports
-from l3ha.emulator.world import Replica, RouterRec
-
-if TYPE_CHECKING:
-    from l3ha.emulator.sim import Simulation
+from l3ha.emulator.records import Replica, RouterRec
+from l3ha.emulator.sim_core import SimCore
 
 
 class VrrpModel:
     """VRRP and HA state reports of the simulation's HA routers."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: SimCore) -> None:
         self.sim = sim
 
     def eligible(self, router: RouterRec) -> list[Replica]:

@@ -24,11 +24,15 @@ router's reachability changes, and ``render`` settles every router first.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
-from l3ha.clock import Clock
 from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.records import BUSY_WEIGHT, RouterRec
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import BUSY_WEIGHT, RouterRec, World
+from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
 
 QUIET_RATE = (8_000.0, 12_000.0)  # bytes per second
 BUSY_FACTOR = (15.0, 100.0)  # times the quiet base rate (10 kB/s)

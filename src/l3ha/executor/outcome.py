@@ -76,8 +76,10 @@ class RunResult:
     unplaced: tuple[Unplaceable, ...] = field(default_factory=tuple)
 
     def counts(self) -> Mapping[str, int]:
-        """Routers per outcome (every outcome listed, zeros included), plus ``unplaced``."""
-        counted = Counter(r.outcome for r in self.results)
+        """Routers per outcome (every outcome listed, zeros included), plus ``unplaced``: a
+        router whose HA replica was replaced (two moves) counts once."""
+        pairs = {(r.outcome, r.router_id) for r in self.results}
+        counted = Counter(outcome for outcome, _ in pairs)
         counts = {o.value: counted.get(o, 0) for o in MoveOutcome}
         counts[UNPLACED] = len(self.unplaced)
         return counts

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, MoveOutcome, RunResult, snapshot_candidates
+from l3ha.errors import NotFoundError, SafetyHaltError
+from l3ha.executor import (
+    AgentChange,
+    AgentChangeOutcome,
+    MoveOutcome,
+    RunResult,
+    snapshot_candidates,
+)
 from l3ha.journal import OperationRecord
 from l3ha.model import Agent, MoveKind, Plan, Snapshot
-from l3ha.operations.context import OperationContext
+from l3ha.operations.context import OperationContext, agent_of_another_kind
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
@@ -46,7 +52,10 @@ def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         Action.REPAIR: repair,
         Action.HA_REPAIR: ha_repair,
     }
-    return handlers[request.action](ctx, request)
+    try:
+        return handlers[request.action](ctx, request)
+    except NotFoundError as exc:  # perhaps the agent is of another kind: say which
+        raise agent_of_another_kind(ctx, request.agent, request.action.value) or exc from exc
 
 
 def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -148,12 +157,14 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         admin_state_up=True,
         description="" if agent.description.startswith(DRAIN_MARK) else None,
     )
-    enabled = ctx.executor(request.execution).change_agent(change)
+    enabled = ctx.executor(request.execution).change_agent(change, agent)
     steps: list[Step] = [AgentChanged(enabled)]
     if not enabled.ok:
         ctx.notify(f"agent {agent.host} could not be enabled: {enabled.detail}")
         return ActionResult(request.action, tuple(steps))
-    if not request.dry_run:
+    if enabled.outcome is AgentChangeOutcome.UNCHANGED:
+        ctx.notify(f"agent {agent.host} is not drained (enabled, no drain mark): nothing to undo")
+    elif not request.dry_run:
         ctx.notify(f"agent {agent.host} enabled")
     if not request.rebalance_after:
         return ActionResult(request.action, tuple(steps))

@@ -1,6 +1,7 @@
 """What every operation runs over: the cloud, the journal, the clock, and where it reports.
 
-I/O: none itself; it holds the handles the operations use. ``observe``
+I/O: none itself but ``agent_of_another_kind``'s one read; it holds the handles
+the operations use. ``observe``
 reads the world an operation plans on; it defaults to a fresh snapshot of
 the cloud, and the watch daemon hands in its own (a snapshot in which each
 agent's ``alive`` is l3ha's own verdict, not the server's flag).
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
+from l3ha.errors import L3haError, NotFoundError
 from l3ha.executor import Executor, ExecutorOptions, Progress
 from l3ha.journal import Journal
 from l3ha.model import Snapshot
@@ -54,3 +56,22 @@ class OperationContext:
 
     def executor(self, options: ExecutorOptions) -> Executor:
         return Executor(self.cloud, self.journal, self.clock, options)
+
+
+def agent_of_another_kind(
+    ctx: OperationContext, ref: str | None, action: str
+) -> NotFoundError | None:
+    """When ``ref`` (an agent the L3 snapshot does not know) is an agent of another kind (a
+    DHCP agent), the error that says so and names the command for it; else None."""
+    if not ref:
+        return None
+    try:
+        ctx.cloud.get_agent(ref)
+    except NotFoundError as exc:
+        if " is a " not in str(exc):  # no agent at all by that id
+            return None
+        hint = f"; for its networks: 'l3ha dhcp {action} {ref}'" if "DHCP" in str(exc) else ""
+        return NotFoundError(f"{exc}{hint}")
+    except L3haError:
+        return None
+    return None

@@ -81,6 +81,13 @@ def _evacuation_source(request: ActionRequest, snapshot: Snapshot) -> str:
     return agent.id
 
 
+def _not_a_target(placement: PlacementPolicy, snapshot: Snapshot, source: str, done: str) -> None:
+    """``--to`` naming the agent the routers leave is bad input, not a plan with no target."""
+    if placement.allowed_targets is not None and source in placement.allowed_targets:
+        host = snapshot.agents_by_id[source].host
+        raise BadInputError(f"--to names {host}, the agent being {done}: name other agents")
+
+
 def _agent_ref(request: ActionRequest) -> str:
     if not request.agent:
         raise BadInputError(f"{request.action.value} needs an agent (host name or id)")
@@ -107,14 +114,16 @@ def make_plan(request: ActionRequest, snapshot: Snapshot) -> Plan:
     action = request.action
     if action is Action.EVACUATE:
         source = _evacuation_source(request, snapshot)
+        _not_a_target(placement, snapshot, source, "evacuated")
         gate_fleet(request, snapshot)
         routers, skipped = select_routers(request, snapshot)
         if routers is not None:
             _check_hosted_by(snapshot, routers, source)
         result = plan_evacuate(snapshot, source, placement, weights, router_ids=routers)
     elif action is Action.DRAIN:
-        gate_fleet(request, snapshot)
         agent_id = snapshot.find_agent(_agent_ref(request)).id
+        _not_a_target(placement, snapshot, agent_id, "drained")
+        gate_fleet(request, snapshot)
         result = plan_drain(snapshot, agent_id, placement, weights)
     elif action is Action.MIGRATE:
         routers, skipped = select_routers(request, snapshot)

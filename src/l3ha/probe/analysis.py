@@ -5,7 +5,7 @@ of the first successful sample after it. Samples complete out of order (a
 slow sample may finish after a later fast one), so each target's samples are
 put back into start order (``InOrder``) before ``TargetTracker`` folds them.
 A window still open when the probe stops ends at the stop time and is marked
-``open``. ``analyze`` runs the same fold over a finished list of samples.
+``open``.
 
 A target that got no sample at all (the probe was stopped before its first
 slot, or its only samples were dropped) was not measured: its ``loss_pct`` is
@@ -230,34 +230,6 @@ def latency_block(seconds: Iterable[float]) -> dict[str, float | None]:
         value = percentile(ordered, pct)
         block[name] = None if value is None else round(value * 1000, 3)
     return block
-
-
-def analyze(
-    samples: Iterable[Sample], origin: float, until: float, targets: Sequence[str] = ()
-) -> list[dict[str, Any]]:
-    """Per-target summaries of a finished sample list (any order), targets in given order."""
-    by_target: dict[str, list[Sample]] = {name: [] for name in targets}
-    for sample in samples:
-        by_target.setdefault(sample.target, []).append(sample)
-    result = []
-    for name, items in by_target.items():
-        tracker = TargetTracker(name)
-        for sample in sorted(items, key=lambda s: (s.start, s.seq)):
-            tracker.feed(sample)
-        result.append(tracker.summary(origin, until))
-    return result
-
-
-def transitions_of(samples: Iterable[Sample]) -> list[Transition]:
-    """Every DOWN/UP change of a finished sample list, in time order."""
-    trackers: dict[str, TargetTracker] = {}
-    changes = []
-    for sample in sorted(samples, key=lambda s: (s.start, s.seq)):
-        tracker = trackers.setdefault(sample.target, TargetTracker(sample.target))
-        change = tracker.feed(sample)
-        if change is not None:
-            changes.append(change)
-    return changes
 
 
 def unsampled(targets: Sequence[dict[str, Any]]) -> list[str]:

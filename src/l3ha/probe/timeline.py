@@ -13,9 +13,12 @@ still down when the probe stopped gets a closing line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from l3ha.probe.analysis import Change, Transition
-from l3ha.probe.events import Event
+
+if TYPE_CHECKING:  # the record type only; its module also holds the pollers (I/O)
+    from l3ha.probe.events import Event
 
 
 def offset(seconds: float) -> str:

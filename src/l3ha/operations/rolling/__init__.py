@@ -1,7 +1,9 @@
 """Rolling maintenance: drain, upgrade and restore network nodes one at a time. Package only.
 
-``run_rolling`` (``flow``) is the whole operation; ``plan`` the request and
-its steps (pure), ``stability`` the judgement of a restarted agent (pure),
+``run_rolling`` (``flow``) is the whole operation and ``session`` what goes
+around it (the checks before a run or a resume, the probe, its report);
+``plan`` the request and its steps (pure), ``report`` how a run ended
+(pure), ``stability`` the judgement of a restarted agent (pure),
 ``participants`` the agents of a host it drains and restores (the L3 agent,
 through the operations layer; ``dhcp_participant`` the DHCP agent, through
 the DHCP operations layer), ``command`` the maintenance command,
@@ -9,7 +11,7 @@ the DHCP operations layer), ``command`` the maintenance command,
 """
 
 from l3ha.operations.rolling.dhcp_participant import DhcpParticipant
-from l3ha.operations.rolling.flow import HostSummary, RollingReport, run_rolling
+from l3ha.operations.rolling.flow import run_rolling
 from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
 from l3ha.operations.rolling.participants import (
     L3Participant,
@@ -17,8 +19,15 @@ from l3ha.operations.rolling.participants import (
     RunContext,
     StepResult,
 )
-from l3ha.operations.rolling.plan import Phase, RollingRequest, StepKey, command_argv
+from l3ha.operations.rolling.plan import (
+    Phase,
+    RollingRequest,
+    StepKey,
+    UpgradeStep,
+    command_argv,
+)
 from l3ha.operations.rolling.record import RollingRecord, RunRecord, RunStatus
+from l3ha.operations.rolling.report import HostSummary, RollingReport
 
 __all__ = [
     "DhcpParticipant",
@@ -35,6 +44,7 @@ __all__ = [
     "StepKey",
     "StepResult",
     "TrafficGuard",
+    "UpgradeStep",
     "command_argv",
     "probe_config",
     "router_targets",

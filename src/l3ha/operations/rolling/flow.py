@@ -1,9 +1,12 @@
-"""Rolling maintenance, host by host: drain, run, prove stable, canary, restore. I/O: cloud,
-journals, a child process per host, the probe (all through the modules it calls).
+"""Rolling maintenance, host by host: drain, upgrade, prove stable, canary, restore. I/O:
+cloud, journals, a child process per host, the probe (all through the modules it calls),
+and the operator's answer at a ``--pause`` (through ``ask_continue``).
 
 ``run_rolling`` takes the hosts one at a time, in the order given; for each
 it drains every participant present on it (its L3 agent, its DHCP agent
-when it has one), runs the command, waits until every
+when it has one), takes the upgrade step (runs the command; or waits until
+the operator says continue, a stop there stopping the run with the host
+drained; or, in a rehearsal, nothing), waits until every
 participant's agent has been continuously alive for ``--stable-for``,
 passes each one's canary, and only then restores it. Each step is recorded
 in the rolling journal before it acts and after; ``--resume`` continues a
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from l3ha.errors import L3haError
@@ -28,43 +31,19 @@ from l3ha.health import HealthState, observe
 from l3ha.operations import Action, ActionRequest, finish_interrupted, run_action
 from l3ha.operations.rolling.command import group_alive, run_command
 from l3ha.operations.rolling.participants import Participant, RunContext, StepResult
-from l3ha.operations.rolling.plan import Phase, StepKey, command_argv, host_steps
+from l3ha.operations.rolling.plan import Phase, StepKey, command_argv, run_steps
 from l3ha.operations.rolling.record import RollingRecord, RunStatus, StepRecord, StepStatus
+from l3ha.operations.rolling.report import HostSummary, RollingReport
 from l3ha.operations.rolling.stability import Proof, Stability, failure_reason
 
 Say = Callable[[str], None]
+#: Asked at a ``--pause`` step with the drained host: True to go on, False to stop there.
+AskContinue = Callable[[str], bool]
 
 
-@dataclass
-class HostSummary:
-    """What one host went through (the end-of-run table)."""
-
-    host: str
-    moved_out: int = 0  # routers
-    moved_back: int = 0
-    networks_out: int = 0  # DHCP networks
-    networks_back: int = 0
-    longest_outage_s: float = 0.0
-    seconds: float = 0.0
-    status: str = "pending"
-    started: float | None = None
-
-
-@dataclass
-class RollingReport:
-    """How the run ended: per host, the steps (dry run: planned), and why it stopped."""
-
-    run_id: int | None
-    hosts: list[HostSummary]
-    steps: list[tuple[StepKey, str]] = field(default_factory=list)
-    stopped: str = ""
-    rebalance_moves: int = 0
-    longest_outage_s: float = 0.0
-    longest_outage_target: str = ""
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.stopped else 0
+def never_continue(host: str) -> bool:
+    """The answer when nobody can be asked: stop, the host kept drained."""
+    return False
 
 
 @dataclass
@@ -77,6 +56,7 @@ class _Run:
     participants: dict[str, Participant]
     say: Say
     on_output: Say
+    ask_continue: AskContinue
     summaries: dict[str, HostSummary]
     steps: list[StepRecord]
 
@@ -88,6 +68,7 @@ def run_rolling(
     *,
     say: Say,
     on_output: Say,
+    ask_continue: AskContinue = never_continue,
     resume_run: int | None = None,
     request_doc: dict[str, Any] | None = None,
 ) -> RollingReport:
@@ -110,14 +91,15 @@ def run_rolling(
         {p.name: p for p in participants},
         say,
         on_output,
+        ask_continue,
         {h: HostSummary(h) for h in request.hosts},
         record.steps(run_id),
     )
     _restore_summaries(run)
-    report = RollingReport(run_id, list(run.summaries.values()))
+    report = RollingReport(run_id, list(run.summaries.values()), probed=ctx.guard is not None)
     stopped = _run_steps(run)
     if not stopped and request.rebalance_after:
-        report.rebalance_moves = _rebalance(run)
+        _rebalance(run, report)
     report.stopped = stopped
     report.steps = [(s.key, s.status.value) for s in record.steps(run_id)]
     if ctx.guard is not None:
@@ -128,12 +110,11 @@ def run_rolling(
 
 def _steps(ctx: RunContext, participants: list[Participant]) -> list[StepKey]:
     """Every step of the run: per host, the participants present on it."""
-    with_command = ctx.request.command is not None
-    keys: list[StepKey] = []
-    for host in ctx.request.hosts:
-        names = tuple(p.name for p in participants if p.present(ctx, host))
-        keys += host_steps(host, names, with_command)
-    return keys
+    present = [
+        (host, tuple(p.name for p in participants if p.present(ctx, host)))
+        for host in ctx.request.hosts
+    ]
+    return run_steps(present, ctx.request.upgrade)
 
 
 def _run_steps(run: _Run) -> str:
@@ -174,6 +155,8 @@ def _execute(run: _Run, step: StepRecord) -> StepResult:
         run.ctx.guard.mark(f"{key.host}: {key.label}")
     if key.phase is Phase.RUN:
         return _run_command(run, step)
+    if key.phase is Phase.PAUSE:
+        return _pause(run, key.host)
     participant = run.participants[key.participant]
     if key.phase is Phase.DRAIN:
         return participant.drain(run.ctx, key.host)
@@ -221,6 +204,13 @@ def _run_command(run: _Run, step: StepRecord) -> StepResult:
     if not result.ok:
         return StepResult(False, f"the command on {step.key.host} {result.problem}", detail)
     return StepResult(True, "", detail)
+
+
+def _pause(run: _Run, host: str) -> StepResult:
+    """``--pause``: the host is drained; go on once the operator says so."""
+    if run.ask_continue(host):
+        return StepResult(True, "", {"continued": True})
+    return StepResult(False, f"the operator stopped the run with {host} drained")
 
 
 def _prove_stable(
@@ -325,8 +315,8 @@ def _count(run: _Run, summary: HostSummary, key: StepKey, detail: dict[str, Any]
         summary.moved_back += back
 
 
-def _rebalance(run: _Run) -> int:
-    """Even the load with minimal moves; count each move onto a host as moved back."""
+def _rebalance(run: _Run, report: RollingReport) -> None:
+    """Even the load with minimal moves; credit each move to the hosts it moved onto and off."""
     run.say("rebalancing")
     request = run.ctx.request
     rebalance = ActionRequest(
@@ -338,17 +328,28 @@ def _rebalance(run: _Run) -> int:
     )
     result = run_action(run.ctx.ops, rebalance)
     hosts = {a.id: a.host for a in run.ctx.ops.observe().agents}
-    moves = 0
     for each in result.runs:
         for moved in each.results:
-            if moved.outcome.value in ("moved", "pending") and moved.target in hosts:
-                moves += 1
-                host = hosts[moved.target]
-                if host in run.summaries:
-                    run.summaries[host].moved_back += 1
+            if moved.outcome.value not in ("moved", "pending"):
+                continue
+            report.rebalance_moves += 1
+            _credit(run, report, hosts.get(moved.target or ""), +1)
+            _credit(run, report, hosts.get(moved.move.source or ""), -1)
     if result.exit_code:
         run.say(f"warning: the rebalance did not finish cleanly (exit {result.exit_code})")
-    return moves
+
+
+def _credit(run: _Run, report: RollingReport, host: str | None, sign: int) -> None:
+    """One rebalance move onto (+1) or off (-1) ``host``."""
+    if host is None:
+        return
+    summary = run.summaries.get(host)
+    if summary is None:
+        report.rebalanced_elsewhere[host] = report.rebalanced_elsewhere.get(host, 0) + sign
+    elif sign > 0:
+        summary.rebalanced_in += 1
+    else:
+        summary.rebalanced_out += 1
 
 
 def _dry_run(ctx: RunContext, participants: list[Participant]) -> RollingReport:

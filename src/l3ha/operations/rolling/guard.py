@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from l3ha.model import Snapshot
 from l3ha.probe.analysis import Change, Sample, Transition
@@ -131,9 +130,3 @@ def probe_config(
     return ProbeConfig(
         targets=(*targets, *routers.values()), interval=interval, timeout=timeout, name=name
     )
-
-
-def summary_extra(guard: TrafficGuard) -> dict[str, Any]:
-    """The guard's overall figures for the run's summary."""
-    seconds, target = guard.longest()
-    return {"longest_outage_s": round(seconds, 3), "longest_outage_target": target}

@@ -1,12 +1,13 @@
 """What a rolling maintenance run is asked to do, and its steps host by host. Pure.
 
 A run takes hosts one at a time. For each host, every *participant* (the
-agents of that host l3ha takes out of service and back: the L3 agent today;
-a DHCP agent can join as another participant) is drained, then the
-maintenance command runs once, then every participant proves itself
-(stable heartbeat, a canary) and is restored. ``host_steps`` spells that
-out as a flat, ordered list of ``StepKey`` so the journal can record each
-one and ``--resume`` can continue from the first unfinished.
+agents of that host l3ha takes out of service and back: its L3 agent and,
+when it has one, its DHCP agent) is drained, then the upgrade step runs once
+(``UpgradeStep``: the maintenance command, a pause until the operator says
+continue, or nothing in a rehearsal), then every participant proves itself
+(stable heartbeat, a canary) and is restored. ``run_steps`` spells that out
+as a flat, ordered list of ``StepKey`` so the journal can record each one
+and ``--resume`` can continue from the first unfinished.
 """
 
 from __future__ import annotations
@@ -30,13 +31,23 @@ class Phase(StrEnum):
 
     DRAIN = "drain"
     RUN = "run"
+    PAUSE = "pause"
     STABLE = "stable"
     CANARY = "canary"
     RESTORE = "restore"
 
 
-#: Phases a participant takes part in (RUN belongs to the host, once).
-PARTICIPANT_PHASES = (Phase.DRAIN, Phase.STABLE, Phase.CANARY, Phase.RESTORE)
+class UpgradeStep(StrEnum):
+    """What happens to a drained host: ``--run COMMAND``, ``--pause`` or ``--no-run``."""
+
+    RUN = "run"
+    PAUSE = "pause"
+    REHEARSAL = "no-run"
+
+    @property
+    def phase(self) -> Phase | None:
+        """The host's own step between the drains and the proofs (None: a rehearsal)."""
+        return {UpgradeStep.RUN: Phase.RUN, UpgradeStep.PAUSE: Phase.PAUSE}.get(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +68,7 @@ class RollingRequest:
     """Everything ``l3ha rolling`` was asked (see ``l3ha rolling --help``)."""
 
     hosts: tuple[str, ...]
+    upgrade: UpgradeStep = UpgradeStep.REHEARSAL
     command: str | None = None
     shell: bool = False
     run_timeout: float = 3600.0
@@ -82,6 +94,8 @@ class RollingRequest:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise BadInputError(f"{name.replace('_', '-')} must be > 0 seconds, not {value}")
+        if (self.command is not None) != (self.upgrade is UpgradeStep.RUN):
+            raise BadInputError("a command goes with --run, and --run with a command")
         if self.command is not None:
             command_argv(self.command, "example-host", self.shell)  # malformed: fail now
 
@@ -113,19 +127,16 @@ def command_argv(template: str, host: str, shell: bool) -> list[str]:
     return [word.replace(HOST_PLACEHOLDER, host) for word in words]
 
 
-def host_steps(host: str, participants: tuple[str, ...], with_command: bool) -> list[StepKey]:
+def host_steps(host: str, participants: tuple[str, ...], upgrade: UpgradeStep) -> list[StepKey]:
     """The ordered steps of one host (see the module docstring)."""
     steps = [StepKey(host, Phase.DRAIN, p) for p in participants]
-    if with_command:
-        steps.append(StepKey(host, Phase.RUN))
-    for phase in (Phase.STABLE, Phase.CANARY):
+    if upgrade.phase is not None:
+        steps.append(StepKey(host, upgrade.phase))
+    for phase in (Phase.STABLE, Phase.CANARY, Phase.RESTORE):
         steps += [StepKey(host, phase, p) for p in participants]
-    steps += [StepKey(host, Phase.RESTORE, p) for p in participants]
     return steps
 
 
-def all_steps(
-    hosts: tuple[str, ...], participants: tuple[str, ...], with_command: bool
-) -> list[StepKey]:
-    """Every step of the run, host after host."""
-    return [s for h in hosts for s in host_steps(h, participants, with_command)]
+def run_steps(hosts: list[tuple[str, tuple[str, ...]]], upgrade: UpgradeStep) -> list[StepKey]:
+    """Every step of the run, host after host; ``hosts``: each host and its participants."""
+    return [s for host, participants in hosts for s in host_steps(host, participants, upgrade)]

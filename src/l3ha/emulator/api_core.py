@@ -1,0 +1,49 @@
+"""What the API's handler groups may use of it: the narrow interface of ``api.NeutronApi``. Pure.
+
+``api_routers``, ``api_resources``, ``api_dhcp`` and ``api_subnets`` take an ``ApiCore``
+instead of the whole ``NeutronApi``: the world, the simulation, the settings, the clock,
+the public network and the lookups that answer Neutron's 404s. A group that routes on to
+another group gets that one passed in, so none of them imports ``api``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from l3ha.emulator.config import EmulatorConfig
+from l3ha.emulator.http_types import Request
+from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
+from l3ha.emulator.sim import Simulation
+from l3ha.emulator.world import World
+
+if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
+    from l3ha.clock import Clock
+
+
+class ApiCore(Protocol):
+    """The API as its handler groups see it (handlers run under ``world.lock``)."""
+
+    @property
+    def world(self) -> World: ...
+
+    @property
+    def sim(self) -> Simulation: ...
+
+    @property
+    def cfg(self) -> EmulatorConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def public(self) -> NetworkRec:
+        """The external network routers' gateways are on."""
+
+    def agent(self, agent_id: str) -> AgentRec:
+        """The agent, or a 404 ``ApiError`` naming it."""
+
+    def router(self, router_id: str) -> RouterRec:
+        """The router, or a 404 ``ApiError`` naming it."""
+
+    def collection_url(self, req: Request) -> str:
+        """The URL of the collection the request lists (for pagination links)."""
