@@ -40,7 +40,7 @@ def test_demo_commands_kills_evacuates_and_rebalances() -> None:
     proc = _demo("--commands", "--agents", "4", "--routers", "40")
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr
-    assert "net-2  no" in out  # the killed agent turned dead
+    assert "| net-2 | False " in out  # the killed agent turned dead
     assert "L3HA CRITICAL - dead agent net-2" in out
     assert "agent net-1 is alive and enabled" in proc.stdout + proc.stderr
     assert "L3HA OK" in out

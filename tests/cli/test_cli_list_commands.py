@@ -34,6 +34,15 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, obje
     return rows
 
 
+def table_cells(out: str) -> list[list[str]]:
+    """The cells of a cliff (``openstack``-style) table, header row first."""
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in out.splitlines()
+        if line.startswith("|")
+    ]
+
+
 def _one_line_error(err: str) -> str:
     assert err.count("\n") == 1, err
     assert err.startswith("l3ha: error: ")
@@ -49,12 +58,13 @@ def test_agent_list_table_has_a_header_and_one_row_per_agent(
 ) -> None:
     code, out, _ = _run(capsys, "agent", "list")
     assert code == 0
-    lines = out.splitlines()
-    assert lines[0].split() == [
-        "HOST", "ID", "AZ", "MODE", "ALIVE", "ADMIN_STATE", "HEARTBEAT_AGE", "ROUTERS", "BUSY",
-        "WEIGHT",
+    cells = table_cells(out)
+    assert cells[0] == [
+        "Host", "ID", "AZ", "Mode", "Alive", "Admin State", "Heartbeat Age", "Routers", "Busy",
+        "Weight",
     ]  # fmt: skip
-    assert [line.split()[0] for line in lines[1:]] == ["net-1", "net-2", "net-3", "net-4"]
+    assert [row[0] for row in cells[1:]] == ["net-1", "net-2", "net-3", "net-4"]
+    assert {row[4] for row in cells[1:]} == {"True"}
 
 
 def test_agent_list_json_counts_routers_busy_and_weight(
@@ -155,9 +165,12 @@ def test_router_list_table_joins_agents(
 ) -> None:
     code, out, _ = _run(capsys, "router", "list", "-c", "ha", "-c", "agents")
     assert code == 0
-    ha_lines = [line for line in out.splitlines()[1:] if line.startswith("yes")]
-    assert len(ha_lines) == 2
-    assert all("(active)" in line and "(standby)" in line and ", " in line for line in ha_lines)
+    cells = table_cells(out)
+    assert cells[0] == ["HA", "Agents"]
+    ha_rows = [row for row in cells[1:] if row[0] == "True"]
+    assert len(ha_rows) == 2
+    assert all("(active)" in agents and "(standby)" in agents for _, agents in ha_rows)
+    assert all(", " in agents for _, agents in ha_rows)
 
 
 def test_router_list_by_agent_host_or_id(

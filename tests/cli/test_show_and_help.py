@@ -48,10 +48,10 @@ def test_agent_show_table_is_field_and_value(
 ) -> None:
     code, out, _ = run(capsys, "agent", "show", "net-1", "-c", "host", "-c", "mode")
     assert code == 0
-    assert [line.split() for line in out.splitlines()] == [
-        ["FIELD", "VALUE"],
-        ["host", "net-1"],
-        ["mode", "legacy"],
+    assert [line.split() for line in out.splitlines() if line.startswith("|")] == [
+        ["|", "Field", "|", "Value", "|"],
+        ["|", "Host", "|", "net-1", "|"],
+        ["|", "Mode", "|", "legacy", "|"],
     ]
 
 

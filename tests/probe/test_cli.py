@@ -133,7 +133,7 @@ def test_gate_fails_on_a_refused_port_and_writes_the_report(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stderr
     assert "gate failed: tcp down: longest outage" in proc.stderr
     assert "tcp down: DOWN (connection refused)" in proc.stdout
-    assert "TARGET" in proc.stdout and "tcp up" in proc.stdout
+    assert "| Target " in proc.stdout and "tcp up" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     blocks = {t["target"]: t for t in summary["targets"]}
     assert list(blocks) == ["dns name", "tcp up", "tcp down"]  # command-line order

@@ -74,7 +74,7 @@ def test_dry_run_lists_every_step_and_changes_nothing(
     out = capsys.readouterr().out
     assert "  1. net-2: drain l3" in out and "  5. net-2: restore l3" in out
     assert "  6. net-1: drain l3" in out and " 10. net-1: restore l3" in out
-    assert out.index("net-2  planned") < out.index("net-1  planned")
+    assert out.index("| net-2 | planned") < out.index("| net-1 | planned")
     assert _all_enabled(emu)
     assert not (tmp_path / "state").exists()
 

@@ -351,5 +351,5 @@ def _run_history(args: argparse.Namespace) -> int:
         "detail",
         "updated",
     ]
-    emit(rows, args.format, args.column, known)
+    emit(rows, args.format, args.column, known, options=args)
     return 0

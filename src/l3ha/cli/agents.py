@@ -22,7 +22,14 @@ from l3ha.cli.common import (
     read_weighed_world,
     warn_about_weights,
 )
-from l3ha.cli.output import add_format_options, add_name_filter, emit, emit_record, name_matches
+from l3ha.cli.output import (
+    add_format_options,
+    add_name_filter,
+    emit,
+    emit_record,
+    list_columns,
+    name_matches,
+)
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
 from l3ha.model import Agent, Snapshot
@@ -131,13 +138,15 @@ def _list_other_types(args: argparse.Namespace) -> int:
     names = tuple(args.name)
     rows = dhcp_agent_rows(NeutronDhcp(cloud).read_dhcp_snapshot(), names)
     if args.agent_type == "dhcp":
-        emit(rows, args.format, args.column or list(DEFAULT_DHCP_COLUMNS), DHCP_COLUMNS)
+        columns = list_columns(args, DEFAULT_DHCP_COLUMNS, DHCP_COLUMNS)
+        emit(rows, args.format, columns, DHCP_COLUMNS, options=args)
         return 0
     policy = load_weight_policy(args)
     l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy, names)]
     rows = sorted(l3 + rows, key=lambda r: (r["host"], r["type"], r["id"]))
     extra = dict.fromkeys(c for c in (*AGENT_COLUMNS, *DHCP_COLUMNS) if c not in ALL_COLUMNS)
-    emit(rows, args.format, args.column or list(ALL_COLUMNS), ALL_COLUMNS + tuple(extra))
+    every = ALL_COLUMNS + tuple(extra)
+    emit(rows, args.format, list_columns(args, ALL_COLUMNS, every), every, options=args)
     return 0
 
 
@@ -148,8 +157,9 @@ def list_agents(args: argparse.Namespace) -> int:
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy)
     warn_about_weights(policy, snapshot)
-    columns = args.column or list(DEFAULT_AGENT_COLUMNS)
-    emit(agent_rows(snapshot, policy, tuple(args.name)), args.format, columns, AGENT_COLUMNS)
+    columns = list_columns(args, DEFAULT_AGENT_COLUMNS, AGENT_COLUMNS)
+    rows = agent_rows(snapshot, policy, tuple(args.name))
+    emit(rows, args.format, columns, AGENT_COLUMNS, options=args)
     return 0
 
 
@@ -172,7 +182,8 @@ def show_agent(args: argparse.Namespace) -> int:
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy)
     warn_about_weights(policy, snapshot)
-    emit_record(agent_record(snapshot, policy, args.agent), args.format, args.column)
+    record = agent_record(snapshot, policy, args.agent)
+    emit_record(record, args.format, args.column, options=args)
     return 0
 
 
@@ -200,7 +211,7 @@ def register(subparsers: Any) -> None:
         "DHCP ports), or all of both",
     )
     add_name_filter(parser, "agents on host")
-    add_format_options(parser)
+    add_format_options(parser, long=True)
     parser.set_defaults(func=list_agents)
     parser = group.add_parser(
         "show",
@@ -214,5 +225,5 @@ def register(subparsers: Any) -> None:
     parser.add_argument("agent", metavar="AGENT", help="host name, agent id or unique id prefix")
     add_cloud_options(parser)
     add_snapshot_option(parser)
-    add_format_options(parser)
+    add_format_options(parser, show=True)
     parser.set_defaults(func=show_agent)

@@ -1,7 +1,9 @@
 """Options and helpers of cloud-facing commands. I/O: reads weights/snapshot files, opens clouds.
 
-- ``add_cloud_options``: ``--os-cloud``, ``--insecure``, ``--os-cacert``,
-  ``--api-timeout``, ``--api-rate`` and the weight options ``--weights``, ``--busy-weight``,
+- ``add_cloud_options``: the ``openstack`` client's own options (``--os-cloud``,
+  ``--os-auth-url``, ``--os-region-name``, ``--insecure``, ``--os-cacert``, ``--timeout`` ...,
+  registered by openstacksdk: ``l3ha.cloud.options``), ``--api-timeout``, ``--api-rate`` and
+  the weight options ``--weights``, ``--busy-weight``,
   ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``).
 - ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
 - ``load_weight_policy``, ``open_cloud``, ``read_world``, ``read_weighed_world``: turn those
@@ -74,24 +76,20 @@ def add_cloud_options(
     ``api_rate_default``: ``--api-rate`` when not given (``None``: the caller
     decides later, as ``l3ha watch`` does from its configuration).
     """
+    from l3ha.cloud.options import cloud_option_actions
+
     cloud = parser.add_argument_group("cloud")
-    cloud.add_argument(
-        "--os-cloud",
-        metavar="NAME",
-        help="clouds.yaml entry to use (default: $OS_CLOUD, else the OS_* variables)",
-    )
-    cloud.add_argument(
-        "--insecure",
-        action="store_true",
-        help="do not verify the API's TLS certificate (a warning is logged; prefer --os-cacert)",
-    )
-    cloud.add_argument("--os-cacert", metavar="FILE", help="CA bundle to verify the API with")
+    taken = parser._option_string_actions
+    for action in cloud_option_actions():
+        if not any(flag in taken for flag in action.option_strings):
+            cloud._add_action(action)
     cloud.add_argument(
         "--api-timeout",
         type=positive_float,
         default=DEFAULT_API_TIMEOUT,
         metavar="SECONDS",
-        help=f"give up on one API request after this long (default: {DEFAULT_API_TIMEOUT:g})",
+        help=f"give up on one API request after this long (default: {DEFAULT_API_TIMEOUT:g}; "
+        "--timeout, when given, wins)",
     )
     cloud.add_argument(
         "--api-rate",
@@ -196,15 +194,31 @@ def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
 
 def open_cloud(args: argparse.Namespace) -> NeutronCloud:
     """Connect to the cloud the options name; errors are one-line ``l3ha.errors``."""
-    from l3ha.cloud.adapter import connect
+    import os
 
+    from l3ha.cloud.adapter import connect
+    from l3ha.cloud.options import TIMEOUT_DEST, sdk_arguments
+
+    timeout = getattr(args, TIMEOUT_DEST, None) or getattr(args, "api_timeout", DEFAULT_API_TIMEOUT)
     return connect(
         cloud=getattr(args, "os_cloud", None),
         insecure=bool(getattr(args, "insecure", False)),
-        cacert=getattr(args, "os_cacert", None),
-        timeout=getattr(args, "api_timeout", DEFAULT_API_TIMEOUT),
+        cacert=getattr(args, "os_cacert", None) or os.environ.get("OS_CACERT") or None,
+        timeout=timeout,
         api_rate=getattr(args, "api_rate", DEFAULT_API_RATE),
+        sdk_arguments=sdk_arguments(args),
+        connection=_given_connection(args),
     )
+
+
+#: Where ``openstack l3ha ...`` (``l3ha.cli.osc``) puts a function returning its SDK connection.
+CONNECTION_ATTR = "l3ha_sdk_connection"
+
+
+def _given_connection(args: argparse.Namespace) -> Any:
+    """The ``openstack`` client's SDK connection when running as its plugin, else ``None``."""
+    factory = getattr(args, CONNECTION_ATTR, None)
+    return factory() if factory is not None else None
 
 
 def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:

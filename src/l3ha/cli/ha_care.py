@@ -83,7 +83,7 @@ def _run_audit(args: argparse.Namespace) -> int:
                 "agents": hosts,
             }
         )
-    emit(rows, args.format, args.column, AUDIT_COLUMNS)
+    emit(rows, args.format, args.column, AUDIT_COLUMNS, options=args)
     if args.format == "table":
         ha_count = sum(1 for r in snapshot.routers if r.ha)
         sys.stdout.write(f"{len(findings)} finding(s) in {ha_count} HA router(s)\n")

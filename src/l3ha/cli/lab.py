@@ -142,7 +142,7 @@ def status_command(args: argparse.Namespace) -> int:
         known = [*STATUS_COLUMNS, *node_columns, "cut"]
     else:
         known = [*STATUS_COLUMNS, "holders", "monitors", "cut"]
-    emit(rows, args.format, args.column, known)
+    emit(rows, args.format, args.column, known, options=args)
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from l3ha.cli.argtypes import finite_float, non_negative_float, positive_float
 from l3ha.cli.common import add_cloud_options, open_cloud
-from l3ha.cli.output import add_format_options, emit, emit_document, select_columns
+from l3ha.cli.output import add_document_format_options, emit, emit_document, select_columns
 from l3ha.errors import BadInputError, L3haError, NotFoundError
 
 USAGE = """
@@ -102,7 +102,7 @@ def register(subparsers: Any) -> None:
     )
     add_target_options(parser)
     _add_run_options(parser)
-    add_format_options(parser)
+    add_document_format_options(parser)
     add_cloud_options(parser, weights=False)
     parser.set_defaults(func=run_probe)
     sub = parser.add_subparsers(

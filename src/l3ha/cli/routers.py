@@ -13,7 +13,14 @@ from l3ha.cli.common import (
     read_weighed_world,
     warn_about_weights,
 )
-from l3ha.cli.output import add_format_options, add_name_filter, emit, emit_record, name_matches
+from l3ha.cli.output import (
+    add_format_options,
+    add_name_filter,
+    emit,
+    emit_record,
+    list_columns,
+    name_matches,
+)
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -90,8 +97,8 @@ def list_routers(args: argparse.Namespace) -> int:
         for r in select_routers(snapshot, args.agent, args.unhosted)
         if name_matches(r.name, args.name)
     ]
-    columns = args.column or list(DEFAULT_ROUTER_COLUMNS)
-    emit(router_rows(snapshot, routers, policy), args.format, columns, ROUTER_COLUMNS)
+    columns = list_columns(args, DEFAULT_ROUTER_COLUMNS, ROUTER_COLUMNS)
+    emit(router_rows(snapshot, routers, policy), args.format, columns, ROUTER_COLUMNS, options=args)
     return 0
 
 
@@ -101,7 +108,7 @@ def show_router(args: argparse.Namespace) -> int:
     snapshot, policy = read_weighed_world(args, policy, with_ha_state=True)
     warn_about_weights(policy, snapshot)
     (record,) = router_rows(snapshot, [snapshot.find_router(args.router)], policy)
-    emit_record(record, args.format, args.column)
+    emit_record(record, args.format, args.column, options=args)
     return 0
 
 
@@ -126,7 +133,7 @@ def register(subparsers: Any) -> None:
     add_name_filter(parser, "routers named")
     add_cloud_options(parser)
     add_snapshot_option(parser)
-    add_format_options(parser)
+    add_format_options(parser, long=True)
     parser.set_defaults(func=list_routers)
     parser = group.add_parser(
         "show",
@@ -139,5 +146,5 @@ def register(subparsers: Any) -> None:
     parser.add_argument("router", metavar="ROUTER", help="router id or unique name")
     add_cloud_options(parser)
     add_snapshot_option(parser)
-    add_format_options(parser)
+    add_format_options(parser, show=True)
     parser.set_defaults(func=show_router)

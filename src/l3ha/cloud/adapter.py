@@ -13,6 +13,7 @@ only (this one's helpers: ``transport``, ``connect``, ``sdk_errors``,
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -289,6 +290,8 @@ def connect(
     workers: int = DEFAULT_WORKERS,
     api_rate: float | None = None,
     check: bool = True,
+    sdk_arguments: argparse.Namespace | None = None,
+    connection: Any = None,
 ) -> NeutronCloud:
     """Open the cloud named ``cloud`` (else ``OS_CLOUD``, else ``OS_*`` variables).
 
@@ -296,8 +299,13 @@ def connect(
     With ``check`` (the default) authentication and endpoint discovery happen
     now, so a bad configuration, bad credentials or an unreachable API fail
     here with a one-line error rather than in the middle of a command.
+    ``sdk_arguments``: the ``openstack`` client's options as parsed (``l3ha.cloud.options``).
+    ``connection``: an SDK connection already made (``openstack l3ha ...`` passes the
+    ``openstack`` client's), used instead of opening one.
     """
-    conn = open_connection(cloud, insecure=insecure, cacert=cacert, timeout=timeout)
+    conn = connection or open_connection(
+        cloud, insecure=insecure, cacert=cacert, timeout=timeout, sdk_arguments=sdk_arguments
+    )
     result = NeutronCloud(conn, clock=clock, workers=workers, timeout=timeout, api_rate=api_rate)
     if check:
         result.check()

@@ -11,16 +11,16 @@ l3ha. ``l3ha.cloud.adapter.connect`` puts both together.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import openstack
-
 from l3ha.cloud import translate
 from l3ha.cloud.config_problems import open_error, quiet_libraries, skipped_config_files
+from l3ha.cloud.options import sdk_connect
 from l3ha.cloud.sdk_errors import run_with_deadline, translate_exception
 from l3ha.cloud.transport import NeutronApi
 from l3ha.errors import AuthError, ConfigError, UnreachableError
@@ -32,9 +32,16 @@ CONNECT_DEADLINE_TIMEOUTS = 2.0
 
 
 def open_connection(
-    cloud: str | None, *, insecure: bool, cacert: str | None, timeout: float | None
+    cloud: str | None,
+    *,
+    insecure: bool,
+    cacert: str | None,
+    timeout: float | None,
+    sdk_arguments: argparse.Namespace | None = None,
 ) -> Any:
-    """The openstacksdk connection to ``cloud`` (else ``OS_CLOUD``, else ``OS_*``); no request."""
+    """The openstacksdk connection to ``cloud`` (else ``OS_CLOUD``, else ``OS_*``); no request.
+
+    ``sdk_arguments``: the ``openstack`` client's options as parsed (``l3ha.cloud.options``)."""
     quiet_libraries()
     options: dict[str, Any] = {}
     if insecure:
@@ -50,7 +57,7 @@ def open_connection(
         options["api_timeout"] = timeout
     with skipped_config_files() as skipped:
         try:
-            return openstack.connect(cloud=cloud, **options)
+            return sdk_connect(cloud, sdk_arguments, **options)
         except Exception as exc:
             raise open_error(exc, cloud, skipped) from exc
 

@@ -1,0 +1,120 @@
+"""The ``openstack l3ha ...`` commands: l3ha's own commands run inside the ``openstack``
+client. I/O: whatever the l3ha command does (reads and changes the cloud, prints).
+
+Each command takes the options of the l3ha command of the same name (from l3ha's own
+parser, less the cloud options the ``openstack`` client already has: ``--os-*``,
+``--insecure``, ``--timeout`` ...), and runs the same handler with the ``openstack``
+client's authenticated SDK connection; so the flow, the output formats and the exit
+codes are l3ha's. An l3ha error is one line on stderr and the command's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from typing import Any
+
+from cliff.command import Command
+
+from l3ha.cli.common import CONNECTION_ATTR
+from l3ha.errors import L3haError
+
+
+@functools.cache
+def _l3ha_parser() -> argparse.ArgumentParser:
+    from l3ha.cli.main import build_parser
+
+    return build_parser()
+
+
+def l3ha_subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The parser of ``l3ha PATH...`` (``("agent", "list")``)."""
+    parser = _l3ha_parser()
+    for name in path:
+        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = subparsers.choices[name]
+    return parser
+
+
+def _openstack_dests() -> set[str]:
+    from l3ha.cloud.options import cloud_option_actions
+
+    return {action.dest for action in cloud_option_actions()}
+
+
+def copy_arguments(source: argparse.ArgumentParser, target: argparse.ArgumentParser) -> None:
+    """Add ``source``'s arguments (less help and the ``openstack`` client's own) to ``target``."""
+    skip = _openstack_dests()
+    for group in source._action_groups:
+        wanted = [
+            a
+            for a in group._group_actions
+            if a.dest not in skip and not isinstance(a, argparse._HelpAction)
+        ]
+        if not wanted:
+            continue
+        existing = {g.title: g for g in target._action_groups}
+        into = existing.get(group.title) or target.add_argument_group(
+            group.title, group.description
+        )
+        for action in wanted:
+            into._add_action(action)
+    target.set_defaults(**source._defaults)
+
+
+class L3haCommand(Command):
+    """An l3ha command (``path``) inside the ``openstack`` client."""
+
+    path: tuple[str, ...] = ()
+    auth_required = True
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        source = l3ha_subparser(self.path)
+        parser = super().get_parser(prog_name)
+        parser.description = source.description
+        copy_arguments(source, parser)
+        return parser
+
+    def get_description(self) -> str:
+        return str(l3ha_subparser(self.path).description or "")
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        setattr(parsed_args, CONNECTION_ATTR, self._connection)
+        try:
+            return int(parsed_args.func(parsed_args) or 0)
+        except L3haError as exc:
+            sys.stderr.write(f"openstack l3ha: error: {exc}\n")
+            return exc.exit_code
+
+    def _connection(self) -> Any:
+        app: Any = self.app  # the openstack client's (osc-lib) app has a client manager
+        return app.client_manager.sdk_connection
+
+
+def l3ha_command(*path: str, auth: bool = True) -> type[L3haCommand]:
+    """The ``openstack l3ha PATH...`` command class."""
+    name = "".join(part.capitalize() for part in path)
+    return type(name, (L3haCommand,), {"path": path, "auth_required": auth, "__doc__": None})
+
+
+AgentList = l3ha_command("agent", "list")
+AgentShow = l3ha_command("agent", "show")
+RouterList = l3ha_command("router", "list")
+RouterShow = l3ha_command("router", "show")
+Evacuate = l3ha_command("evacuate")
+Drain = l3ha_command("drain")
+Undrain = l3ha_command("undrain")
+Migrate = l3ha_command("migrate")
+Rebalance = l3ha_command("rebalance")
+Repair = l3ha_command("repair")
+Check = l3ha_command("check")
+History = l3ha_command("history", auth=False)
+SnapshotSave = l3ha_command("snapshot", "save")
+HaAudit = l3ha_command("ha", "audit")
+HaRepair = l3ha_command("ha", "repair")
+DhcpAudit = l3ha_command("dhcp", "audit")
+DhcpEvacuate = l3ha_command("dhcp", "evacuate")
+DhcpDrain = l3ha_command("dhcp", "drain")
+DhcpUndrain = l3ha_command("dhcp", "undrain")
+DhcpRepair = l3ha_command("dhcp", "repair")
