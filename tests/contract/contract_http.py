@@ -37,6 +37,7 @@ def call(
     method: str = "GET",
     body: Any = None,
     headers: dict[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
 ) -> Reply:
     """Send one request; HTTP errors are answers, not exceptions."""
     data = None if body is None else json.dumps(body).encode()
@@ -47,7 +48,7 @@ def call(
     for name, value in (headers or {}).items():
         request.add_header(name, value)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return Reply(response.status, response.read().decode(), dict(response.headers))
     except urllib.error.HTTPError as error:
         return Reply(error.code, error.read().decode(), dict(error.headers))

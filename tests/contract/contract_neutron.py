@@ -89,6 +89,10 @@ def configured_python() -> tuple[Path | None, str]:
     return path, ""
 
 
+#: A full resync's answer (see ``NeutronBackend.full_resync``).
+FULL_RESYNC_TIMEOUT_S = 240.0
+
+
 @dataclass(frozen=True)
 class AgentRef:
     """An agent a test owns: its id and host."""
@@ -254,7 +258,11 @@ class NeutronBackend:
 
     def full_resync(self, agent: AgentRef) -> list[str]:
         """The agent's full resync through the agent RPC handler; the router ids it got."""
-        reply = self.api.post(f"/_contract/hosts/{agent.host}/sync", {"full": True})
+        # A full resync auto-schedules every unhosted router in the shared database to this
+        # agent, one transaction each: after the other contract files it can take minutes.
+        reply = self.api.post(
+            f"/_contract/hosts/{agent.host}/sync", {"full": True}, timeout=FULL_RESYNC_TIMEOUT_S
+        )
         if reply.status != 200:
             raise AssertionError(f"full resync of {agent.host}: {reply.status} {reply.text}")
         return [str(r) for r in reply.json()["router_ids"]]
