@@ -5,7 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 NEUTRON_VENV := .venv-neutron
-PYTEST_ARGS ?=
+# Two workers, each test file on one of them (module- and session-scoped services stay
+# whole): most slow tests wait on services, emulated clouds or real agents, not on the CPU.
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile
 
 .PHONY: demo test lint system-deps install clean
 
