@@ -147,9 +147,12 @@ class Stack:
     def kill_node(self, host: str) -> None:
         self.node(host).kill()
 
-    def restart_agents(self, host: str) -> None:
+    def restart_agents(self, host: str, with_ovs: bool = False) -> None:
+        """Stop the node's agents, with ``with_ovs`` restart its ovs-vswitchd, start them."""
         node = self.node(host)
         node.stop_agents()
+        if with_ovs:
+            node.ovs.restart_vswitchd()
         node.start_agents()
 
     def revive_node(self, host: str) -> None:
