@@ -211,10 +211,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
 # --- calibration: the timings the emulator assumes, measured on the real stack ----------
 
 
@@ -296,3 +292,7 @@ def calibrate(stack: Stack, placement: dict[str, list[str]]) -> None:
     """Print the measured timings (see docs/fidelity.md)."""
     calibrate_moves(stack, placement)
     calibrate_heartbeats(stack, placement)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
