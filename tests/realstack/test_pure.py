@@ -67,6 +67,7 @@ def test_configs_bind_loopback_and_carry_the_stack_timings() -> None:
 
 def test_dark_windows_are_gaps_longer_than_three_intervals() -> None:
     replies = [10.0, 10.2, 10.4, 15.0, 15.2]
+
     def flat(windows: tuple[tuple[float, float], ...]) -> list[float]:
         return [edge for window in windows for edge in window]
 

@@ -93,6 +93,7 @@ def rabbit_env(layout: StackLayout, ports: Ports) -> dict[str, str]:
         "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         "ERL_EPMD_PORT": str(ports.epmd),
         "ERL_EPMD_ADDRESS": "127.0.0.1",
+        "ERL_CRASH_DUMP": str(base / "erl_crash.dump"),
     }
 
 

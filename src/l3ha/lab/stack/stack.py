@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -227,3 +228,22 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
         make_vm(fab, index)
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
+
+
+def vip_holders(stack: Stack, router_id: str, vip: str) -> list[str]:
+    """Hosts whose copy of the router holds ``vip`` right now (read inside the namespace).
+
+    The agents create router namespaces from their own mount namespace (``ip netns
+    exec`` gives them one), so the namespace is entered through the L3 agent's.
+    """
+    holders = []
+    for host in stack.spec.hosts:
+        pid = stack.state.pids.get(f"{host}/l3")
+        if pid is None:
+            continue
+        argv = ["nsenter", f"--mount=/proc/{pid}/ns/mnt", "ip", "netns", "exec",
+                f"qrouter-{router_id}@{host}", "ip", "-4", "-o", "addr", "show"]  # fmt: skip
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if f" {vip}/" in result.stdout:
+            holders.append(host)
+    return holders
