@@ -3,7 +3,8 @@
 ``stack_up`` checks its input, then starts MariaDB, RabbitMQ, the Neutron
 servers, the fabric and every node, creates the routers and waits until every
 VM reaches its router; if anything fails it tears down what it made.
-``open_stack`` reads a running stack's state file for the fault commands.
+``open_stack`` reads a running stack's state file for the fault commands;
+``vip_holders`` reads which copies of an HA router hold its address.
 """
 
 from __future__ import annotations
