@@ -31,17 +31,13 @@ NEUTRON_ENV = {"PYTHONWARNINGS": "ignore"}
 def start_mariadb(layout: StackLayout, state: StateFile, ports: Ports) -> None:
     """A private MariaDB on 127.0.0.1 (grant tables off) holding an empty ``neutron`` database."""
     datadir = layout.mysql
-    run(
-        [
-            "mariadb-install-db",
-            "--no-defaults",
-            f"--datadir={datadir}",
-            "--user=root",
-            "--skip-test-db",
-            "--auth-root-authentication-method=normal",
-        ],
-        timeout=180,
-    )
+    install = ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+               "--skip-test-db", "--auth-root-authentication-method=normal"]  # fmt: skip
+    try:
+        run(install, timeout=180)
+    except StackError:  # seen once: the installer segfaulted on a loaded machine; retry once
+        shutil.rmtree(datadir, ignore_errors=True)
+        run(install, timeout=180)
     sock = layout.root / "mysql.sock"
     state.record(
         "mariadb",
