@@ -23,7 +23,7 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/l3ha demo
 
-# Debian packages the tests use (keepalived, etcd, chromium, the real stack's); needs root.
+# Debian packages the tests use (keepalived, etcd, iproute2, chromium); needs root.
 system-deps:
 	@sh scripts/install-system-deps.sh
 

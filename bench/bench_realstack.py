@@ -25,14 +25,17 @@ routers moved, API calls.
 
     sudo -E .venv/bin/python bench/bench_realstack.py                    # ~15 min
     sudo -E .venv/bin/python bench/bench_realstack.py --faults node-death --modes l3ha neutron
+    sudo -E .venv/bin/python bench/bench_realstack.py --calibrate     # the emulator's timings
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +43,17 @@ from counting_proxy import CountingProxy  # bench/ is on the path when run as a 
 from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.reach import Pingers, Reach
 from l3ha.lab.stack.scenario import SerialFailover, Watch, heal
-from l3ha.lab.stack.spec import StackSpec
+from l3ha.lab.stack.spec import StackSpec, tenant_router_ip, vm_namespace
 from l3ha.lab.stack.stack import Stack, stack_up
 from l3ha.lab.stack.teardown import teardown
-from l3ha.lab.stack.topology import NeutronHttp, router_hosts, unanswered, wait_for_agents
+from l3ha.lab.stack.topology import (
+    NeutronHttp,
+    pings,
+    ports_active_on,
+    router_hosts,
+    unanswered,
+    wait_for_agents,
+)
 
 MODES = ("l3ha", "neutron", "serial")
 FAULTS = ("node-death", "broker-outage")
@@ -68,6 +78,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--dir", type=Path, default=Path("/run/l3ha/bench-stack"))
+    parser.add_argument("--logs", type=Path, help="keep each trial's l3ha watch log here")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="measure the emulator's timings instead of the trials")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -121,7 +134,9 @@ def inject(stack: Stack, fault: str) -> None:
     wait_for("every VM to answer again", lambda: not unanswered(stack.spec), 240, 0.5)
 
 
-def trial(stack: Stack, fault: str, mode: str, placement: dict[str, list[str]]) -> Result:
+def trial(
+    stack: Stack, fault: str, mode: str, placement: dict[str, list[str]], logs: Path | None
+) -> Result:
     heal(stack, placement)
     routers = stack.state.data["routers"]
     with tempfile.TemporaryDirectory(prefix="l3rs-bench-") as tmp:
@@ -135,6 +150,9 @@ def trial(stack: Stack, fault: str, mode: str, placement: dict[str, list[str]]) 
         finally:
             reach = pingers.stop()
             calls = failover.stop()
+            if logs is not None and failover.watch is not None:
+                logs.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(failover.watch.log, logs / f"{fault}-{mode}-watch.log")
     after = router_hosts(stack.api, routers)
     moved = sum(1 for name in routers if after[name] != placement[name])
     return summarise(fault, mode, reach, began, moved=moved, calls=calls)
@@ -179,15 +197,101 @@ def main(argv: list[str]) -> int:
     results = []
     try:
         placement = router_hosts(stack.api, stack.state.data["routers"])
+        if args.calibrate:
+            calibrate(stack, placement)
+            return 0
         for fault in args.faults:
             for mode in args.modes:
-                result = trial(stack, fault, mode, placement)
+                result = trial(stack, fault, mode, placement, args.logs)
                 print(result, flush=True)
                 results.append(result)
     finally:
         teardown(args.dir)
     print_table(results)
     return 0
+
+
+# --- calibration: the timings the emulator assumes, measured on the real stack ----------
+
+
+def timed_until(check: Callable[[], bool], timeout: float, interval: float = 0.1) -> float:
+    """Seconds until ``check`` holds (polled every ``interval``); inf after ``timeout``."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        if check():
+            return time.monotonic() - began
+        time.sleep(interval)
+    return float("inf")
+
+
+def move_and_time(stack: Stack, names: list[str], target_host: str) -> list[tuple[float, float]]:
+    """Move ``names`` (DELETE + POST each, all at once) to ``target_host``; per router the
+    seconds from its POST until its VM answers and until its ports are ACTIVE there."""
+    routers = stack.state.data["routers"]
+    agents = {str(a["host"]): str(a["id"]) for a in stack.api.agents("L3 agent")}
+    hosts = router_hosts(stack.api, routers)
+    posted = {}
+    for name in names:
+        for host in hosts[name]:
+            stack.api.call("DELETE", f"agents/{agents[host]}/l3-routers/{routers[name]}")
+        stack.api.post(f"agents/{agents[target_host]}/l3-routers", {"router_id": routers[name]})
+        posted[name] = time.monotonic()
+    index = {name: int(name[1:]) for name in names}
+    answered, active = {}, {}
+    deadline = time.monotonic() + 120
+    while (len(answered) < len(names) or len(active) < len(names)) and time.monotonic() < deadline:
+        for name in names:
+            if name not in answered and pings(vm_namespace(index[name]),
+                                              tenant_router_ip(index[name])):  # fmt: skip
+                answered[name] = time.monotonic() - posted[name]
+            if name not in active and ports_active_on(stack.api, routers[name], target_host):
+                active[name] = time.monotonic() - posted[name]
+        time.sleep(0.1)
+    return [(answered.get(n, float("inf")), active.get(n, float("inf"))) for n in names]
+
+
+def alive_hosts(stack: Stack) -> set[str]:
+    return {str(a["host"]) for a in stack.api.agents("L3 agent") if a["alive"]}
+
+
+def calibrate_moves(stack: Stack, placement: dict[str, list[str]]) -> None:
+    hosts = stack.spec.hosts
+    names = sorted(placement, key=lambda n: int(n[1:]))
+    for attempt in range(3):
+        heal(stack, placement)
+        name = next(n for n in names if placement[n][0] == hosts[0])
+        ((answer, active),) = move_and_time(stack, [name], hosts[1])
+        print(f"one move #{attempt + 1}: answers {answer:.1f} s, "
+              f"ports ACTIVE {active:.1f} s after POST")  # fmt: skip
+    heal(stack, placement)
+    batch = [n for n in names if placement[n][0] != hosts[-1]][:4]
+    for name, (answer, active) in zip(batch, move_and_time(stack, batch, hosts[-1]), strict=True):
+        print(f"batch of {len(batch)} onto one agent, {name}: answers {answer:.1f} s, "
+              f"ports ACTIVE {active:.1f} s after its POST")  # fmt: skip
+
+
+def calibrate_heartbeats(stack: Stack, placement: dict[str, list[str]]) -> None:
+    victim = stack.spec.hosts[0]
+    heal(stack, placement)
+    stack.kill_node(victim)
+    dead = timed_until(lambda: victim not in alive_hosts(stack), 120)
+    print(f"node killed: its L3 agent alive=false {dead:.1f} s later")
+    heal(stack, placement)
+    _stopped, listening = stack.broker_outage(20)
+    seen: dict[str, float] = {}
+    while len(seen) < len(stack.spec.hosts) and time.monotonic() - listening < 120:
+        for host in alive_hosts(stack) - set(seen):
+            seen[host] = time.monotonic() - listening
+        time.sleep(0.5)
+    for host, back in sorted(seen.items(), key=lambda item: item[1]):
+        print(f"broker outage 20 s: {host}'s L3 agent alive again {back:.1f} s after "
+              "the broker listened")  # fmt: skip
+
+
+def calibrate(stack: Stack, placement: dict[str, list[str]]) -> None:
+    """Print the measured timings (see docs/fidelity.md)."""
+    calibrate_moves(stack, placement)
+    calibrate_heartbeats(stack, placement)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ so that the next one starts from a healthy cloud. Figures are printed (``-s``).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +35,8 @@ pytestmark = needs_stack
 SPEC = StackSpec(nodes=3, routers=6, report_interval=5, agent_down_time=15)
 OUTAGE_S = 2 * SPEC.agent_down_time + 5
 LATE_HOST, LATE_BY_S = "l3rs-n3", 8.0
+# The longest outage one legacy move caused on this stack (drain moves measured 8-9 s).
+ONE_MOVE_S = 12.0
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +133,7 @@ def test_broker_outage_with_neutron_failover_is_measured(stack: Stack, tmp_path:
     stack.start_neutron_failover()
     pingers = Pingers(stack.spec, tmp_path / "ping").start()
     try:
-        time.sleep(2 * stack.spec.agent_down_time)
+        time.sleep(5)  # its first pass comes 7-14 s after start: within the outage
         began = outage_then_recovery(stack)
     finally:
         reach = pingers.stop()
@@ -139,3 +144,36 @@ def test_broker_outage_with_neutron_failover_is_measured(stack: Stack, tmp_path:
     report(f"broker outage, Neutron's failover: moved {len(moved)} {moved}, "
            f"dark {len(dark)} {dark}", reach, began)  # fmt: skip
     assert set(dark) <= set(moved), "a router that Neutron did not move went dark"
+
+
+@pytest.mark.xfail(
+    reason="failed 1 of 3 runs: the router moved back onto the just-restarted node "
+    "(agents and ovs-vswitchd) was dark 23 s once; at most 9 s otherwise; see docs/realstack.md",
+    strict=False,
+)
+@pytest.mark.timeout(400)
+def test_rolling_upgrade_of_one_node_keeps_every_router_within_one_move(
+    stack: Stack, tmp_path: Path
+) -> None:
+    l3ha = str(Path(sys.executable).parent / "l3ha")
+    host = "l3rs-n2"
+    upgrade = f"{l3ha} lab stack fault restart-agents {{host}} --with-ovs --dir {stack.layout.root}"
+    argv, env = stack.watch_command(tmp_path / "state")
+    rolling = [l3ha, "rolling", "--hosts", host, "--run", upgrade, "--stable-for", "10",
+               "--dead-after", str(stack.spec.agent_down_time), "--report-interval",
+               str(stack.spec.report_interval), "--canary-timeout", "60",
+               "--os-cloud", argv[argv.index("--os-cloud") + 1],
+               "--state-dir", str(tmp_path / "state"), "-f", "json"]  # fmt: skip
+    pingers = Pingers(stack.spec, tmp_path / "ping").start()
+    began = time.time()
+    try:
+        result = subprocess.run(rolling, capture_output=True, text=True, timeout=300,
+                                env={**os.environ, **env}, check=False)  # fmt: skip
+    finally:
+        reach = pingers.stop()
+    report(f"rolling upgrade of {host} (agents and ovs-vswitchd restarted)", reach, began)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert unanswered(stack.spec) == []
+    hosts = router_hosts(stack.api, stack.state.data["routers"])
+    assert all(len(h) == 1 for h in hosts.values()), hosts
+    assert all(r.longest < ONE_MOVE_S for r in reach.values()), reach

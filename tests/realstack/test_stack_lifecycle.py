@@ -78,3 +78,28 @@ def test_spec_rejects_agent_down_time_below_two_reports() -> None:
 
     with pytest.raises(BadInputError, match="twice"):
         StackSpec(nodes=2, routers=1, report_interval=10, agent_down_time=15)
+
+
+@pytest.mark.timeout(300)
+def test_a_failed_bring_up_tears_down_what_it_made(tmp_path: Path) -> None:
+    """Neutron's migrations fail (a stand-in interpreter): MariaDB and RabbitMQ, already
+    running by then, are stopped again and nothing is left but the kept logs."""
+    real = Path(os.environ["L3HA_NEUTRON_PYTHON"])
+    fake = tmp_path / "venv"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "etc" / "neutron").mkdir(parents=True)
+    (fake / "etc" / "neutron" / "api-paste.ini").write_text("")
+    (fake / "bin" / "neutron-db-manage").write_text("")
+    python = fake / "bin" / "python"
+    python.write_text(f'#!/bin/sh\n[ "$1" = "-c" ] && exec {real} "$@"\nexit 3\n')
+    python.chmod(0o755)
+    directory = tmp_path / "st"
+    sweep(directory)
+    env = {**os.environ, "L3HA_NEUTRON_PYTHON": str(python)}
+    argv = [str(Path(sys.executable).parent / "l3ha"), "lab", "stack", "up", "--nodes", "1",
+            "--routers", "0", "--dir", str(directory)]  # fmt: skip
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=280, check=False)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "neutron-db-manage" in result.stderr
+    assert leftovers(directory) == []
+    assert (tmp_path / "st.failed" / "log" / "mariadb.out").exists()

@@ -102,7 +102,13 @@ def register(subparsers: Any) -> None:
     ):
         parser = fault.add_parser(verb, help=text, description=text)
         parser.add_argument("host", metavar="HOST", help="l3rs-n1, l3rs-n2, ... (or n1, n2)")
-        parser.set_defaults(func=node_fault_command, verb=verb)
+        parser.set_defaults(func=node_fault_command, verb=verb, with_ovs=False)
+        if verb == "restart-agents":
+            parser.add_argument(
+                "--with-ovs",
+                action="store_true",
+                help="also restart the node's ovs-vswitchd (an OVS upgrade)",
+            )
     for parser in fault.choices.values():
         _add_dir(parser)
 
@@ -151,11 +157,11 @@ def node_fault_command(args: argparse.Namespace) -> int:
     from l3ha.lab.stack.stack import open_stack
 
     stack = open_stack(Path(args.dir))
-    action = {
-        "kill-node": stack.kill_node,
-        "restart-agents": stack.restart_agents,
-        "revive-node": stack.revive_node,
-    }[args.verb]
-    action(args.host)
+    if args.verb == "restart-agents":
+        stack.restart_agents(args.host, with_ovs=args.with_ovs)
+    elif args.verb == "kill-node":
+        stack.kill_node(args.host)
+    else:
+        stack.revive_node(args.host)
     sys.stdout.write(f"{args.host}: {args.verb} done\n")
     return 0

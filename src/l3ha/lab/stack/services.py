@@ -31,17 +31,13 @@ NEUTRON_ENV = {"PYTHONWARNINGS": "ignore"}
 def start_mariadb(layout: StackLayout, state: StateFile, ports: Ports) -> None:
     """A private MariaDB on 127.0.0.1 (grant tables off) holding an empty ``neutron`` database."""
     datadir = layout.mysql
-    run(
-        [
-            "mariadb-install-db",
-            "--no-defaults",
-            f"--datadir={datadir}",
-            "--user=root",
-            "--skip-test-db",
-            "--auth-root-authentication-method=normal",
-        ],
-        timeout=180,
-    )
+    install = ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+               "--skip-test-db", "--auth-root-authentication-method=normal"]  # fmt: skip
+    try:
+        run(install, timeout=180)
+    except StackError:  # seen once: the installer segfaulted on a loaded machine; retry once
+        shutil.rmtree(datadir, ignore_errors=True)
+        run(install, timeout=180)
     sock = layout.root / "mysql.sock"
     state.record(
         "mariadb",
@@ -93,6 +89,7 @@ def rabbit_env(layout: StackLayout, ports: Ports) -> dict[str, str]:
         "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         "ERL_EPMD_PORT": str(ports.epmd),
         "ERL_EPMD_ADDRESS": "127.0.0.1",
+        "ERL_CRASH_DUMP": str(base / "erl_crash.dump"),
     }
 
 

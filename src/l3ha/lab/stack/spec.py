@@ -62,6 +62,11 @@ class StackSpec:
 
     def __post_init__(self) -> None:
         check_counts(self.nodes, self.routers, self.ha_routers)
+        if self.dhcp and self.nodes > 1:
+            raise BadInputError(
+                "--dhcp works with --nodes 1 only for now (DHCP agents on one machine would "
+                "share their qdhcp namespace names)"
+            )
         if self.report_interval < 1 or self.agent_down_time < 2 * self.report_interval:
             raise BadInputError(
                 f"agent_down_time {self.agent_down_time} s must be at least twice "

@@ -3,13 +3,15 @@
 ``stack_up`` checks its input, then starts MariaDB, RabbitMQ, the Neutron
 servers, the fabric and every node, creates the routers and waits until every
 VM reaches its router; if anything fails it tears down what it made.
-``open_stack`` reads a running stack's state file for the fault commands.
+``open_stack`` reads a running stack's state file for the fault commands;
+``vip_holders`` reads which copies of an HA router hold its address.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -147,9 +149,12 @@ class Stack:
     def kill_node(self, host: str) -> None:
         self.node(host).kill()
 
-    def restart_agents(self, host: str) -> None:
+    def restart_agents(self, host: str, with_ovs: bool = False) -> None:
+        """Stop the node's agents, with ``with_ovs`` restart its ovs-vswitchd, start them."""
         node = self.node(host)
         node.stop_agents()
+        if with_ovs:
+            node.ovs.restart_vswitchd()
         node.start_agents()
 
     def revive_node(self, host: str) -> None:
@@ -224,3 +229,22 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
         make_vm(fab, index)
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
+
+
+def vip_holders(stack: Stack, router_id: str, vip: str) -> list[str]:
+    """Hosts whose copy of the router holds ``vip`` right now (read inside the namespace).
+
+    The agents create router namespaces from their own mount namespace (``ip netns
+    exec`` gives them one), so the namespace is entered through the L3 agent's.
+    """
+    holders = []
+    for host in stack.spec.hosts:
+        pid = stack.state.pids.get(f"{host}/l3")
+        if pid is None:
+            continue
+        argv = ["nsenter", f"--mount=/proc/{pid}/ns/mnt", "ip", "netns", "exec",
+                f"qrouter-{router_id}@{host}", "ip", "-4", "-o", "addr", "show"]  # fmt: skip
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if f" {vip}/" in result.stdout:
+            holders.append(host)
+    return holders

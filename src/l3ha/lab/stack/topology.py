@@ -36,7 +36,9 @@ class NeutronHttp:
     """Minimal JSON client of one Neutron API endpoint (``http://127.0.0.1:PORT``)."""
 
     base: str
-    timeout: float = 60.0
+    # Binding a router blocks on an RPC call to the agent, which answers only after its
+    # start-up sync: minutes on a loaded machine.
+    timeout: float = 240.0
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l3ha.lab.stack.processes import StateFile, run, spawn, wait_for
+from l3ha.lab.stack.processes import StateFile, run, spawn, stop_groups, wait_for
 
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 ROLES = ("vswitchd", "ovsdb")
@@ -51,6 +51,17 @@ class Ovs:
         ])  # fmt: skip
         wait_for(f"ovsdb-server of {self.namespace}", self.socket.exists, 20)
         self.vsctl("--no-wait", "init")
+        self.start_vswitchd()
+
+    def restart_vswitchd(self) -> None:
+        """Stop ovs-vswitchd (SIGTERM) and start it again, as a package upgrade would."""
+        pid = self.state.forget(f"{self.role}/vswitchd")
+        if pid is not None:
+            stop_groups([pid], grace=10)
+        (self.dir / "ovs-vswitchd.ctl").unlink(missing_ok=True)
+        self.start_vswitchd()
+
+    def start_vswitchd(self) -> None:
         self._spawn("vswitchd", [
             "ovs-vswitchd", f"unix:{self.socket}", f"--unixctl={self.dir / 'ovs-vswitchd.ctl'}",
             "-vconsole:off", f"--log-file={self.dir / 'ovs-vswitchd.log'}",

@@ -1,0 +1,94 @@
+"""The real stack's pure parts: names, addresses, checks, configuration, outage windows.
+
+No root, no processes: these run everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from l3ha.errors import BadInputError, NotFoundError
+from l3ha.lab.stack.configs import StackLayout, l3_agent_ini, neutron_conf
+from l3ha.lab.stack.reach import Reach, dark_windows, parse_replies
+from l3ha.lab.stack.spec import Ports, StackSpec, check_host, clouds_yaml, owns_namespace
+
+
+def test_namespaces_of_the_stack_and_its_agents_are_owned_and_no_others() -> None:
+    assert owns_namespace("l3rs-n1")
+    assert owns_namespace("qrouter-0d1e@l3rs-n2")
+    assert not owns_namespace("qrouter-0d1e")
+    assert not owns_namespace("l3ha-lab-main-n1")
+
+
+def test_hosts_accept_short_names_and_reject_unknown_ones() -> None:
+    spec = StackSpec(nodes=2, routers=1)
+    assert check_host(spec, "n2") == "l3rs-n2"
+    assert check_host(spec, "l3rs-n1") == "l3rs-n1"
+    with pytest.raises(NotFoundError, match="n3"):
+        check_host(spec, "n3")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nodes": 0, "routers": 1}, "--nodes"),
+        ({"nodes": 9, "routers": 1}, "--nodes"),
+        ({"nodes": 2, "routers": 91}, "--routers"),
+        ({"nodes": 2, "routers": 1, "ha_routers": 2}, "--ha-routers"),
+        ({"nodes": 1, "routers": 1, "ha_routers": 1}, "at least 2 nodes"),
+        ({"nodes": 2, "routers": 1, "dhcp": True}, "--dhcp"),
+    ],
+)
+def test_bad_sizes_are_refused_with_the_option_named(kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(BadInputError, match=message):
+        StackSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_last_routers_are_the_ha_ones() -> None:
+    spec = StackSpec(nodes=2, routers=3, ha_routers=1)
+    assert [spec.is_ha(k) for k in spec.router_indexes] == [False, False, True]
+
+
+def test_configs_bind_loopback_and_carry_the_stack_timings() -> None:
+    spec = StackSpec(nodes=2, routers=1, report_interval=4, agent_down_time=12)
+    layout = StackLayout(Path("/run/l3ha/stack"))
+    server = neutron_conf(spec, layout, Ports(3306, 5672, 25672, 4369, 9696))
+    assert "agent_down_time = 12" in server
+    assert "mysql+pymysql://root@127.0.0.1:3306/neutron" in server
+    assert "rabbit://guest:guest@127.0.0.1:5672/" in server
+    agent = l3_agent_ini(spec, layout, "l3rs-n1", "env PATH=/x")
+    assert "report_interval = 4" in agent
+    assert "test_namespace_suffix = l3rs-n1" in agent
+    assert "ovsdb_connection = unix:/run/l3ha/stack/n1/db.sock" in agent
+    assert "http://127.0.0.1:9696/" in clouds_yaml(9696)
+
+
+def test_dark_windows_are_gaps_longer_than_three_intervals() -> None:
+    replies = [10.0, 10.2, 10.4, 15.0, 15.2]
+
+    def flat(windows: tuple[tuple[float, float], ...]) -> list[float]:
+        return [edge for window in windows for edge in window]
+
+    assert flat(dark_windows(replies, 10.0, 15.3, 0.2)) == pytest.approx([10.6, 15.0])
+    assert flat(dark_windows(replies, 10.0, 20.0, 0.2)) == pytest.approx([10.6, 15.0, 15.4, 20.0])
+    assert flat(dark_windows([], 0.0, 5.0, 0.2)) == pytest.approx([0.2, 5.0])
+
+
+def test_reach_reports_totals_and_when_the_router_was_back() -> None:
+    reach = Reach("r1", 10, ((10.0, 12.0), (20.0, 25.0)))
+    assert reach.dark_seconds == pytest.approx(7.0)
+    assert reach.longest == pytest.approx(5.0)
+    assert reach.back_after(15.0) == pytest.approx(10.0)
+    assert Reach("r2", 10, ()).back_after(0.0) is None
+
+
+def test_ping_output_parses_only_answers() -> None:
+    output = (
+        "PING 169.254.1.1 (169.254.1.1) 56(84) bytes of data.\n"
+        "[1700000000.100000] 64 bytes from 169.254.1.1: icmp_seq=1 ttl=64 time=0.5 ms\n"
+        "[1700000000.300000] no answer yet for icmp_seq=2\n"
+        "[1700000000.500000] 64 bytes from 169.254.1.1: icmp_seq=3 ttl=64 time=0.4 ms\n"
+    )
+    assert parse_replies(output) == [1700000000.1, 1700000000.5]
