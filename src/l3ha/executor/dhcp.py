@@ -34,9 +34,15 @@ from enum import StrEnum
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
-from l3ha.errors import BadInputError, L3haError
+from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError, journal_move
-from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, JournalGuard, StopRequest, close_operation
+from l3ha.executor.lifecycle import (
+    NOT_STARTED_STOPPING,
+    JournalGuard,
+    StopRequest,
+    close_operation,
+    require_journal,
+)
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import PlanRun
 from l3ha.executor.ports import PortWaiter
@@ -162,10 +168,9 @@ class DhcpExecutor:
             return DhcpRunResult(
                 plan.action, planned, None, True, plan.warnings, unplaced=plan.unplaceable
             )
-        if self.journal is None:
-            raise BadInputError("the executor needs a journal unless it is a dry run")
+        journal = require_journal(self.journal)
         started = self.clock.monotonic()
-        op_id, move_ids = self.journal.begin_operation(
+        op_id, move_ids = journal.begin_operation(
             plan.action,
             dict(args or {}),
             [journal_move(m) for m in plan.moves],
@@ -173,7 +178,7 @@ class DhcpExecutor:
         )
         budgets = RunBudgets(self.options, self.clock)
         state = _Run(plan.moves, move_ids, [None] * len(plan.moves), budgets)
-        guard = JournalGuard(self.journal)
+        guard = JournalGuard(journal)
         try:
             self._execute(
                 state,
@@ -184,7 +189,7 @@ class DhcpExecutor:
                 should_stop=should_stop,
             )
         except BaseException:
-            self.journal.abandon(op_id)
+            journal.abandon(op_id)
             raise
         results = tuple(r for r in state.results if r is not None)
         seconds = self.clock.monotonic() - started

@@ -26,10 +26,14 @@ from dataclasses import dataclass, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
-from l3ha.errors import BadInputError
 from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
 from l3ha.executor.candidates import FallbackTargets, candidate_list
-from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, StopRequest, close_operation
+from l3ha.executor.lifecycle import (
+    NOT_STARTED_STOPPING,
+    StopRequest,
+    close_operation,
+    require_journal,
+)
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.executor.ports import PortWaiter, RouterReadiness
@@ -111,8 +115,7 @@ class Executor:
                 MoveResult(m, MoveOutcome.PLANNED, m.reason, target=m.target) for m in plan.moves
             )
             return RunResult(kind, results, None, True, warnings, unplaced=plan.unplaceable)
-        if self.journal is None:
-            raise BadInputError("the executor needs a journal unless it is a dry run")
+        journal = require_journal(self.journal)
         must_be_dead = (
             kind in SOURCE_MUST_BE_DEAD if require_dead_source is None else require_dead_source
         )
@@ -123,7 +126,7 @@ class Executor:
             fallbacks=fallback_targets,
             progress=progress,
             must_be_dead=must_be_dead,
-            journal=self.journal,
+            journal=journal,
             should_stop=should_stop,
             routers=routers,
         )
