@@ -31,23 +31,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError, journal_move
 from l3ha.executor.lifecycle import (
     NOT_STARTED_STOPPING,
+    ExecutorBase,
     JournalGuard,
     StopRequest,
     close_operation,
     require_journal,
 )
-from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import PlanRun
 from l3ha.executor.ports import PortWaiter
 from l3ha.executor.ratelimit import RunBudgets
-from l3ha.journal import Journal, ObjectKind
+from l3ha.journal import ObjectKind
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -130,20 +129,8 @@ class _Run:
     unstarted: set[int] = field(default_factory=set)  # kept from starting by a stop request
 
 
-class DhcpExecutor:
+class DhcpExecutor(ExecutorBase[DhcpCloud]):
     """Runs DHCP plans; see the module docstring."""
-
-    def __init__(
-        self,
-        cloud: DhcpCloud,
-        journal: Journal | None,
-        clock: Clock,
-        options: ExecutorOptions | None = None,
-    ) -> None:
-        self.cloud = cloud
-        self.journal = journal
-        self.clock = clock
-        self.options = options or ExecutorOptions()
 
     def run(
         self,

@@ -22,14 +22,39 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from l3ha.errors import BadInputError
+from l3ha.executor.options import ExecutorOptions
 from l3ha.journal import Journal, MoveStep, OperationStatus
+
+if TYPE_CHECKING:
+    from l3ha.clock import Clock
 
 log = logging.getLogger(__name__)
 
 #: The reason of a move a stop request kept from starting.
 NOT_STARTED_STOPPING = "not started: l3ha is stopping (shutdown or leadership lost)"
+
+
+CloudT = TypeVar("CloudT")
+
+
+class ExecutorBase(Generic[CloudT]):
+    """What every kind's executor holds: its view of the cloud, the journal (``None``
+    only for dry runs), the clock and the options."""
+
+    def __init__(
+        self,
+        cloud: CloudT,
+        journal: Journal | None,
+        clock: Clock,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.cloud = cloud
+        self.journal = journal
+        self.clock = clock
+        self.options = options or ExecutorOptions()
 
 
 def require_journal(journal: Journal | None) -> Journal:

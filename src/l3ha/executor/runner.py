@@ -24,17 +24,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
 from l3ha.executor.candidates import FallbackTargets, candidate_list
 from l3ha.executor.lifecycle import (
     NOT_STARTED_STOPPING,
+    ExecutorBase,
     StopRequest,
     close_operation,
     require_journal,
 )
-from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.executor.ports import PortWaiter, RouterReadiness
 from l3ha.executor.ratelimit import RunBudgets
@@ -67,20 +66,8 @@ class _Item:
     result: MoveResult | None = None
 
 
-class Executor:
+class Executor(ExecutorBase[Cloud]):
     """Runs plans; see the module docstring."""
-
-    def __init__(
-        self,
-        cloud: Cloud,
-        journal: Journal | None,
-        clock: Clock,
-        options: ExecutorOptions | None = None,
-    ) -> None:
-        self.cloud = cloud
-        self.journal = journal
-        self.clock = clock
-        self.options = options or ExecutorOptions()
 
     def run(
         self,
