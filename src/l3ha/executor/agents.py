@@ -17,7 +17,8 @@ from enum import StrEnum
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
-from l3ha.errors import BadInputError, L3haError
+from l3ha.errors import L3haError
+from l3ha.executor.lifecycle import require_journal
 from l3ha.journal import Journal, OperationStatus
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,7 @@ def change_agent(
         return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
-    if journal is None:
-        raise BadInputError("the executor needs a journal unless it is a dry run")
+    journal = require_journal(journal)
 
     def write() -> None:
         for field in wanted:

@@ -26,23 +26,27 @@ open for the next run or leader.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpUnplaceable
-from l3ha.errors import BadInputError, L3haError
+from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError, journal_move
-from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, JournalGuard, StopRequest, close_operation
-from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.lifecycle import (
+    NOT_STARTED_STOPPING,
+    ExecutorBase,
+    JournalGuard,
+    StopRequest,
+    close_operation,
+    require_journal,
+)
 from l3ha.executor.outcome import PlanRun
 from l3ha.executor.ports import PortWaiter
-from l3ha.executor.ratelimit import TargetSlots, TokenBucket
-from l3ha.journal import Journal, ObjectKind
+from l3ha.executor.ratelimit import RunBudgets
+from l3ha.journal import ObjectKind
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -114,34 +118,19 @@ class DhcpRunResult(PlanRun[DhcpMoveResult, DhcpUnplaceable]):
 
 @dataclass
 class _Run:
-    """State shared by the dispatcher, the workers and the port waiter; guarded by ``cond``."""
+    """State shared by the dispatcher, the workers and the port waiter; guarded by
+    ``budgets.cond`` (the budgets every kind shares, ``RunBudgets``)."""
 
     moves: Sequence[DhcpMove]
     move_ids: list[int]
     results: list[DhcpMoveResult | None]
-    cond: threading.Condition = field(default_factory=threading.Condition)
-    busy_networks: set[str] = field(default_factory=set)
+    budgets: RunBudgets
     open_count: int = 0
-    writing: int = 0  # moves in their first write phase (at most ``concurrency``)
     unstarted: set[int] = field(default_factory=set)  # kept from starting by a stop request
 
 
-class DhcpExecutor:
+class DhcpExecutor(ExecutorBase[DhcpCloud]):
     """Runs DHCP plans; see the module docstring."""
-
-    def __init__(
-        self,
-        cloud: DhcpCloud,
-        journal: Journal | None,
-        clock: Clock,
-        options: ExecutorOptions | None = None,
-    ) -> None:
-        self.cloud = cloud
-        self.journal = journal
-        self.clock = clock
-        self.options = options or ExecutorOptions()
-        self.slots = TargetSlots(self.options.per_target_inflight)
-        self._bucket = TokenBucket(self.options.rate, self.options.bucket_burst, clock)
 
     def run(
         self,
@@ -166,17 +155,17 @@ class DhcpExecutor:
             return DhcpRunResult(
                 plan.action, planned, None, True, plan.warnings, unplaced=plan.unplaceable
             )
-        if self.journal is None:
-            raise BadInputError("the executor needs a journal unless it is a dry run")
+        journal = require_journal(self.journal)
         started = self.clock.monotonic()
-        op_id, move_ids = self.journal.begin_operation(
+        op_id, move_ids = journal.begin_operation(
             plan.action,
             dict(args or {}),
             [journal_move(m) for m in plan.moves],
             ObjectKind.NETWORK,
         )
-        state = _Run(plan.moves, move_ids, [None] * len(plan.moves))
-        guard = JournalGuard(self.journal)
+        budgets = RunBudgets(self.options, self.clock)
+        state = _Run(plan.moves, move_ids, [None] * len(plan.moves), budgets)
+        guard = JournalGuard(journal)
         try:
             self._execute(
                 state,
@@ -187,7 +176,7 @@ class DhcpExecutor:
                 should_stop=should_stop,
             )
         except BaseException:
-            self.journal.abandon(op_id)
+            journal.abandon(op_id)
             raise
         results = tuple(r for r in state.results if r is not None)
         seconds = self.clock.monotonic() - started
@@ -233,29 +222,23 @@ class DhcpExecutor:
                         state.unstarted.add(index)
                     work.finish(index, DhcpOutcome.SKIPPED, why)
                     continue
-                self._bucket.take()
+                state.budgets.bucket.take()
                 pool.submit(work.start, index)
             work.wait_all()
 
     def _admit(self, state: _Run, move: DhcpMove, may_start: Callable[[], bool]) -> bool:
         """Wait until a write slot is free, the move's target has room and its network has
         no earlier move running; False (nothing taken) once ``may_start`` says no."""
-        with state.cond:
-            while (
-                state.writing >= self.options.concurrency
-                or move.network_id in state.busy_networks
-                or (move.target is not None and not self.slots.has_room(move.target))
-            ):
+        budgets = state.budgets
+        with budgets.cond:
+            while not budgets.has_room(move.network_id, move.target):
                 if not may_start():
                     return False
-                state.cond.wait(timeout=0.2)
+                budgets.cond.wait(timeout=0.2)
             if not may_start():
                 return False
-            state.busy_networks.add(move.network_id)
             state.open_count += 1
-            state.writing += 1
-            if move.target is not None:
-                self.slots.try_acquire(move.target)
+            budgets.claim(move.network_id, move.target)
             return True
 
 
@@ -288,9 +271,7 @@ class _Work:
         try:
             target = self._first_phase(index)
         finally:
-            with self.state.cond:
-                self.state.writing -= 1
-                self.state.cond.notify_all()
+            self.state.budgets.written()
         if target is None:
             return
         move = self.state.moves[index]
@@ -340,7 +321,7 @@ class _Work:
                 errors.append(f"{agent.host}: {exc}")
                 continue
             if candidate != move.target and move.target is not None:
-                self.ex.slots.transfer(move.target, candidate)
+                self.state.budgets.slots.transfer(move.target, candidate)
             return agent
         raise _AddFailedError("; ".join(errors) or "no candidate target")
 
@@ -396,9 +377,10 @@ class _Work:
         self.finish(index, outcome, reason, target.id, release_target=False)
 
     def _release(self, target: str) -> None:
-        self.ex.slots.release(target)
-        with self.state.cond:
-            self.state.cond.notify_all()
+        budgets = self.state.budgets
+        with budgets.cond:
+            budgets.slots.release(target)
+            budgets.cond.notify_all()
 
     def finish(
         self,
@@ -412,23 +394,21 @@ class _Work:
         """Record one move's outcome (journal and result) and free what it held."""
         move = self.state.moves[index]
         seconds = self.ex.clock.monotonic() - self.started.get(index, self.ex.clock.monotonic())
-        if release_target and move.target is not None and index in self.started:
-            self.ex.slots.release(move.target)
+        slot = move.target if release_target and index in self.started else None
         if index not in self.state.unstarted:  # left open for the next run
             self.writer.guard.outcome(self.state.move_ids[index], outcome.value, reason, target)
         result = DhcpMoveResult(move, outcome, reason, target, seconds)
-        with self.state.cond:
+        with self.state.budgets.cond:
             self.state.results[index] = result
-            self.state.busy_networks.discard(move.network_id)
             if index in self.started:
                 self.state.open_count -= 1
-            self.state.cond.notify_all()
+            self.state.budgets.done(move.network_id, slot)
 
     def wait_all(self) -> None:
         """Block until every started move has an outcome."""
-        with self.state.cond:
+        with self.state.budgets.cond:
             while self.state.open_count > 0:
-                self.state.cond.wait(timeout=0.5)
+                self.state.budgets.cond.wait(timeout=0.5)
 
 
 class _AddFailedError(L3haError):

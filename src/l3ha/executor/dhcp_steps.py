@@ -17,14 +17,14 @@ from enum import StrEnum
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
-from l3ha.errors import BadInputError, NotFoundError
+from l3ha.errors import NotFoundError
 from l3ha.executor.agents import (
     AgentChange,
     AgentChangeOutcome,
     AgentChangeResult,
     journalled_change,
 )
-from l3ha.executor.lifecycle import JournalGuard
+from l3ha.executor.lifecycle import JournalGuard, require_journal
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
 
@@ -174,8 +174,7 @@ def change_dhcp_agent(
         return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
-    if journal is None:
-        raise BadInputError("the executor needs a journal unless it is a dry run")
+    journal = require_journal(journal)
     return journalled_change(
         journal,
         clock,

@@ -12,7 +12,8 @@ of a run mean the same for every kind:
 - once ``should_stop`` answers True no further move starts, the moves in
   flight finish, and the operation stays open in the journal (its unstarted
   moves too) so that the next run or leader finishes it;
-- otherwise the operation is closed DONE or FAILED with the outcome counts.
+- otherwise the operation is closed DONE or FAILED with the outcome counts;
+- a real run without a journal is refused with ``BadInputError`` (``require_journal``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,46 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+from l3ha.errors import BadInputError
+from l3ha.executor.options import ExecutorOptions
 from l3ha.journal import Journal, MoveStep, OperationStatus
+
+if TYPE_CHECKING:
+    from l3ha.clock import Clock
 
 log = logging.getLogger(__name__)
 
 #: The reason of a move a stop request kept from starting.
 NOT_STARTED_STOPPING = "not started: l3ha is stopping (shutdown or leadership lost)"
+
+
+CloudT = TypeVar("CloudT")
+
+
+class ExecutorBase(Generic[CloudT]):
+    """What every kind's executor holds: its view of the cloud, the journal (``None``
+    only for dry runs), the clock and the options."""
+
+    def __init__(
+        self,
+        cloud: CloudT,
+        journal: Journal | None,
+        clock: Clock,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.cloud = cloud
+        self.journal = journal
+        self.clock = clock
+        self.options = options or ExecutorOptions()
+
+
+def require_journal(journal: Journal | None) -> Journal:
+    """The journal a real run writes; every kind refuses a run without one (bad input)."""
+    if journal is None:
+        raise BadInputError("the executor needs a journal unless it is a dry run")
+    return journal
 
 
 class JournalGuard:

@@ -1,4 +1,5 @@
-"""Budgets for the executor: a per-target in-flight limit (and the token bucket). Pure.
+"""Budgets for the executor: a per-target in-flight limit, the token bucket, and the
+admission of one run that both kinds' dispatchers share (``RunBudgets``). Pure.
 
 The token bucket lives in ``l3ha.tokenbucket`` (the cloud adapter paces API
 calls with one too) and is re-exported here. ``TargetSlots`` never blocks.
@@ -8,10 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from l3ha.tokenbucket import TokenBucket
 
-__all__ = ["TargetSlots", "TokenBucket"]
+if TYPE_CHECKING:
+    from l3ha.clock import Clock
+    from l3ha.executor.options import ExecutorOptions
+
+__all__ = ["RunBudgets", "TargetSlots", "TokenBucket"]
 
 
 class TargetSlots:
@@ -67,3 +73,49 @@ class TargetSlots:
         """A copy of the current counts per target."""
         with self._lock:
             return dict(self._counts)
+
+
+class RunBudgets:
+    """One run's budgets, the same for every kind: at most ``concurrency`` moves writing
+    at once, one move per object (router, network) at a time, ``per_target_inflight``
+    moves per target not yet ready, and the token bucket of moves started per second.
+
+    ``cond`` guards ``writing`` and ``busy``; the dispatcher waits on it for room.
+    """
+
+    def __init__(self, options: ExecutorOptions, clock: Clock) -> None:
+        self.concurrency = options.concurrency
+        self.cond = threading.Condition()
+        self.writing = 0  # moves in their write phase
+        self.busy: set[str] = set()  # objects with a move running
+        self.slots = TargetSlots(options.per_target_inflight)
+        self.bucket = TokenBucket(options.rate, options.bucket_burst, clock)
+
+    def has_room(self, obj: str, target: str | None) -> bool:
+        """Whether a move of ``obj`` to ``target`` may start now (call under ``cond``)."""
+        return (
+            self.writing < self.concurrency
+            and obj not in self.busy
+            and (target is None or self.slots.has_room(target))
+        )
+
+    def claim(self, obj: str, target: str | None) -> str | None:
+        """Take a write slot, the object and a target slot (call under ``cond``); the
+        target whose slot was taken, if any."""
+        self.busy.add(obj)
+        self.writing += 1
+        return target if target is not None and self.slots.try_acquire(target) else None
+
+    def written(self) -> None:
+        """A move's write phase is over (its readiness may still be awaited)."""
+        with self.cond:
+            self.writing -= 1
+            self.cond.notify_all()
+
+    def done(self, obj: str, slot: str | None) -> None:
+        """A move has its outcome: free its object and its target slot."""
+        with self.cond:
+            if slot is not None:
+                self.slots.release(slot)
+            self.busy.discard(obj)
+            self.cond.notify_all()

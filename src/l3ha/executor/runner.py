@@ -20,21 +20,23 @@ place are carried into ``RunResult.unplaced`` (the run is then not ok).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
-from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
-from l3ha.errors import BadInputError
 from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
 from l3ha.executor.candidates import FallbackTargets, candidate_list
-from l3ha.executor.lifecycle import NOT_STARTED_STOPPING, StopRequest, close_operation
-from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.lifecycle import (
+    NOT_STARTED_STOPPING,
+    ExecutorBase,
+    StopRequest,
+    close_operation,
+    require_journal,
+)
 from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.executor.ports import PortWaiter, RouterReadiness
-from l3ha.executor.ratelimit import TargetSlots, TokenBucket
+from l3ha.executor.ratelimit import RunBudgets
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter, SourceWatch, Written
 from l3ha.journal import Journal
@@ -64,30 +66,8 @@ class _Item:
     result: MoveResult | None = None
 
 
-@dataclass
-class _State:
-    """Shared between the dispatcher and the workers; guarded by ``cond``."""
-
-    cond: threading.Condition = field(default_factory=threading.Condition)
-    busy_routers: set[str] = field(default_factory=set)
-    finished: int = 0
-    writing: int = 0  # moves in their write phase (at most ``concurrency``)
-
-
-class Executor:
+class Executor(ExecutorBase[Cloud]):
     """Runs plans; see the module docstring."""
-
-    def __init__(
-        self,
-        cloud: Cloud,
-        journal: Journal | None,
-        clock: Clock,
-        options: ExecutorOptions | None = None,
-    ) -> None:
-        self.cloud = cloud
-        self.journal = journal
-        self.clock = clock
-        self.options = options or ExecutorOptions()
 
     def run(
         self,
@@ -122,8 +102,7 @@ class Executor:
                 MoveResult(m, MoveOutcome.PLANNED, m.reason, target=m.target) for m in plan.moves
             )
             return RunResult(kind, results, None, True, warnings, unplaced=plan.unplaceable)
-        if self.journal is None:
-            raise BadInputError("the executor needs a journal unless it is a dry run")
+        journal = require_journal(self.journal)
         must_be_dead = (
             kind in SOURCE_MUST_BE_DEAD if require_dead_source is None else require_dead_source
         )
@@ -134,7 +113,7 @@ class Executor:
             fallbacks=fallback_targets,
             progress=progress,
             must_be_dead=must_be_dead,
-            journal=self.journal,
+            journal=journal,
             should_stop=should_stop,
             routers=routers,
         )
@@ -183,14 +162,13 @@ class _Run:
         self.stop = StopRequest(should_stop)
         self.journal = journal
         self.items = [_Item(i, m) for i, m in enumerate(plan.moves)]
-        self.state = _State()
+        self.state = RunBudgets(self.opts, self.clock)  # its ``cond`` guards the items too
+        self.finished = 0
         self.sources = SourceWatch(must_be_dead)
         self.writer = MoveWriter(
             executor.cloud, journal, self.clock, self.opts, self.sources, routers=routers
         )
         self.guard = self.writer.guard  # the journal's failures, shared with the writer
-        self.bucket = TokenBucket(self.opts.rate, self.opts.bucket_burst, self.clock)
-        self.slots = TargetSlots(self.opts.per_target_inflight)
 
     # --- the whole run -----------------------------------------------------
 
@@ -293,10 +271,11 @@ class _Run:
                 if not remaining and not revived and settled:
                     return
                 item = self._next_startable(remaining)
-                claimed = item is not None and self.bucket.try_take()
+                claimed = item is not None and self.state.bucket.try_take()
                 if item is not None and claimed:
                     remaining.remove(item)
-                    self._claim(item)
+                    item.slot = self.state.claim(item.move.router_id, item.move.target)
+                    item.started = self.clock.monotonic()
                 elif item is None and not revived:
                     self.state.cond.wait(timeout=0.2)
             for skipped in revived:
@@ -307,7 +286,7 @@ class _Run:
             if item is None:
                 continue
             if not claimed:
-                self.clock.sleep(max(self.bucket.wait_time(), 1e-3))
+                self.clock.sleep(max(self.state.bucket.wait_time(), 1e-3))
                 continue
             pool.submit(self._work, item, waiter)
 
@@ -317,7 +296,7 @@ class _Run:
             i
             for i in remaining
             if i.move.kind in _SOURCE_CHECKED
-            and i.move.router_id not in self.state.busy_routers
+            and i.move.router_id not in self.state.busy
             and self.sources.revived(i.move.source)
         ]
 
@@ -344,24 +323,13 @@ class _Run:
 
     def _next_startable(self, remaining: list[_Item]) -> _Item | None:
         """The first move that may start now; a router's moves start in plan order."""
-        if self.state.writing >= self.opts.concurrency:
-            return None
         held: set[str] = set()  # routers with an earlier move not startable yet
         for item in remaining:
             router = item.move.router_id
-            if router in self.state.busy_routers or router in held:
-                continue
-            if item.move.target is None or self.slots.has_room(item.move.target):
+            if router not in held and self.state.has_room(router, item.move.target):
                 return item
             held.add(router)
         return None
-
-    def _claim(self, item: _Item) -> None:
-        self.state.busy_routers.add(item.move.router_id)
-        self.state.writing += 1
-        if item.move.target is not None and self.slots.try_acquire(item.move.target):
-            item.slot = item.move.target
-        item.started = self.clock.monotonic()
 
     # --- one move ------------------------------------------------------------
 
@@ -374,14 +342,12 @@ class _Run:
             log.exception("move of router %s failed unexpectedly", item.move.router_id)
             outcome = self._salvage(item, exc)
         finally:
-            with self.state.cond:
-                self.state.writing -= 1
-                self.state.cond.notify_all()
+            self.state.written()
         if isinstance(outcome, MoveResult):
             self._finish(item, outcome)
             return
         if item.slot is not None:
-            self.slots.transfer(item.slot, outcome.target)
+            self.state.slots.transfer(item.slot, outcome.target)
             item.slot = outcome.target
         with self.state.cond:
             item.written = True
@@ -466,12 +432,9 @@ class _Run:
             if item.result is not None:
                 return
             item.result = result
-            if item.slot is not None:
-                self.slots.release(item.slot)
-                item.slot = None
-            self.state.busy_routers.discard(item.move.router_id)
-            self.state.finished += 1
-            done = self.state.finished
-            self.state.cond.notify_all()
+            slot, item.slot = item.slot, None
+            self.finished += 1
+            done = self.finished
+            self.state.done(item.move.router_id, slot)  # ``cond`` is re-entrant
         if self.progress is not None:
             self.progress(Progress(done, len(self.items), result))
