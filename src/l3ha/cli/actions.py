@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
     action_request,
@@ -186,15 +187,7 @@ def register(sub: Any) -> None:
     add_force_option(p)
     p.set_defaults(func=lambda a: run_command(Action.REPAIR, a), finishes_interrupted=True)
 
-    p = sub.add_parser(
-        "history",
-        help="operations and moves from the journal",
-        description="List the operations and moves recorded in the journal, newest first.",
-    )
-    p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
-    add_state_dir_option(p, existing=True)
-    add_format_options(p)
-    p.set_defaults(func=_run_history)
+    add_history_parser(sub, add_state_dir_option)
 
 
 # --- running --------------------------------------------------------------
@@ -328,28 +321,3 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     for warning in result.warnings:
         sys.stdout.write(f"warning: {warning}\n")
     sys.stdout.write(f"{result.action}: {len(result.results)} move(s) in {result.seconds:.1f} s\n")
-
-
-def _run_history(args: argparse.Namespace) -> int:
-    rows: list[dict[str, object]] = []
-    if _journal_exists(args):  # reading history never creates a journal
-        with open_journal(args) as journal:
-            rows = journal.history_rows(args.last)
-    known = [
-        "operation",
-        "kind",
-        "started",
-        "status",
-        "router",
-        *(["network"] if any("network" in r for r in rows) else []),  # DHCP moves
-        "move",
-        "source",
-        "target",
-        "step",
-        "outcome",
-        "reason",
-        "detail",
-        "updated",
-    ]
-    emit(rows, args.format, args.column, known, options=args)
-    return 0

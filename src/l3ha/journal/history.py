@@ -1,0 +1,109 @@
+"""The journal's records as the rows ``l3ha history`` prints. Pure.
+
+One row per operation (what, who started it, when, outcome, how its moves
+ended) and one row per move (``--moves``). Agent changes (the enable and
+disable of drains and undrains) have no moves: their row names the host and
+the new admin state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from l3ha.journal.records import MoveRecord, OperationRecord
+
+#: Columns of the per-operation rows, in order.
+OPERATION_COLUMNS = (
+    "operation",
+    "what",
+    "subject",
+    "started_by",
+    "started",
+    "finished",
+    "outcome",
+    "moves",
+    "results",
+)
+#: Columns of the per-move rows, in order (``network`` only for DHCP moves).
+MOVE_COLUMNS = (
+    "operation",
+    "kind",
+    "started",
+    "status",
+    "router",
+    "network",
+    "move",
+    "source",
+    "target",
+    "step",
+    "outcome",
+    "reason",
+    "detail",
+    "updated",
+)
+
+
+def operation_row(op: OperationRecord, counts: Mapping[str, int]) -> dict[str, object]:
+    """One operation; ``counts``: its moves by outcome (or by last step while unfinished)."""
+    return {
+        "operation": op.id,
+        "what": _what(op),
+        "subject": _subject(op.args),
+        "started_by": op.started_by or "unrecorded",
+        "started": op.started,
+        "finished": op.finished or "",
+        "outcome": op.status.value,
+        "moves": sum(counts.values()),
+        "results": ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())),
+    }
+
+
+def operation_record(op: OperationRecord, counts: Mapping[str, int]) -> dict[str, object]:
+    """One operation for ``history show``: its row, the arguments it ran with and its summary."""
+    return {
+        **operation_row(op, counts),
+        "arguments": {k: v for k, v in op.args.items() if v is not None},
+        "summary": op.summary,
+        "pid": op.pid,
+        "host": op.host,
+    }
+
+
+def move_row(op: OperationRecord, mv: MoveRecord) -> dict[str, object]:
+    """One move of ``op``."""
+    return {
+        "operation": op.id,
+        "kind": op.kind,
+        "started": op.started,
+        "status": op.status.value,
+        mv.object_kind.value: mv.object_id,  # "router" or "network"
+        "move": mv.kind,
+        "source": mv.source or "",
+        "target": mv.target or "",
+        "step": mv.step.value,
+        "outcome": mv.outcome or "",
+        "reason": mv.reason,
+        "detail": mv.detail,
+        "updated": mv.updated,
+    }
+
+
+def _what(op: OperationRecord) -> str:
+    """The operation's kind; an agent change says what it did to the agent."""
+    if not op.kind.endswith("agent-state"):
+        return op.kind
+    state = op.args.get("admin_state_up")
+    change = ("enable" if state else "disable") if isinstance(state, bool) else None
+    prefix = "dhcp-" if op.kind.startswith("dhcp-") else ""
+    return f"{prefix}{change}-agent" if change else op.kind
+
+
+def _subject(args: Mapping[str, object]) -> str:
+    """What the operation acted on, as the command named it: hosts or agents."""
+    for key in ("host", "hosts", "agent", "agents", "source"):
+        value = args.get(key)
+        if isinstance(value, list | tuple) and value:
+            return ", ".join(str(v) for v in value)
+        if value:
+            return str(value)
+    return ""

@@ -1,0 +1,114 @@
+"""``l3ha history`` in-process against the emulator: one row per operation (drains and the
+agent changes they make included) with who started it, ``--moves``, ``--last N`` counting
+operations, ``history show OPERATION``, and a missing journal directory as bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from l3ha.cli.main import main
+from l3ha.emulator import Emulator
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def state(emulator: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A journal holding a drain of net-1 and its undrain."""
+    state = tmp_path / "state"
+    for command in ("drain", "undrain"):
+        code, _, err = run(capsys, command, "net-1", "--no-wait", "--state-dir", str(state))
+        assert code == 0, err
+    return state
+
+
+def history(capsys: pytest.CaptureFixture[str], state: Path, *argv: str) -> object:
+    code, out, err = run(capsys, "history", "--state-dir", str(state), "-f", "json", *argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_one_row_per_operation_with_who_started_it_and_counts(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = history(capsys, state)
+    assert isinstance(rows, list)
+    assert [r["what"] for r in rows] == ["enable-agent", "disable-agent", "drain"]
+    assert {r["subject"] for r in rows} == {"net-1"}
+    assert {r["started_by"] for r in rows} == {"command"}
+    assert {r["outcome"] for r in rows} == {"done"}
+    drain = rows[2]
+    moves = history(capsys, state, "--moves")
+    assert isinstance(moves, list) and drain["moves"] == len(moves) > 0
+    assert drain["results"] == f"{len(moves)} moved"
+    assert [r["moves"] for r in rows[:2]] == [0, 0]  # agent changes have no moves
+
+
+def test_last_counts_operations_and_moves_lists_theirs(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert [r["what"] for r in history(capsys, state, "--last", "2")] == [  # type: ignore[attr-defined]
+        "enable-agent",
+        "disable-agent",
+    ]
+    assert history(capsys, state, "--last", "2", "--moves") == []
+    moves = history(capsys, state, "--last", "3", "--moves")
+    assert isinstance(moves, list) and {m["kind"] for m in moves} == {"drain"}
+
+
+def test_show_gives_one_operation_with_its_moves(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = history(capsys, state, "show", "1")
+    assert isinstance(shown, dict)
+    assert shown["what"] == "drain" and shown["arguments"]["agent"] == "net-1"
+    assert len(shown["move_list"]) == shown["moves"] > 0
+    code, out, err = run(capsys, "history", "show", "2", "--state-dir", str(state))
+    assert code == 0, err
+    assert "disable-agent" in out and '"admin_state_up": false' in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show"], "history show needs an OPERATION"),
+        (["show", "99"], "no operation 99"),
+        (["3"], "invalid choice: '3' (choose from 'show')"),
+        (["list"], "invalid choice: 'list'"),
+    ],
+)
+def test_a_bad_history_request_is_one_line_and_exit_2(
+    state: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    try:
+        code, out, err = run(capsys, "history", "--state-dir", str(state), *argv)
+    except SystemExit as done:  # argparse's own errors
+        code, (out, err) = int(str(done.code)), capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_a_missing_default_journal_directory_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("L3HA_STATE_DIR", str(tmp_path / "nowhere"))
+    code, out, err = run(capsys, "history")
+    assert (code, out) == (2, "")
+    missing = tmp_path / "nowhere"
+    expected = f"no journal directory {missing}: give --state-dir DIR or set L3HA_STATE_DIR"
+    assert err == f"l3ha: error: {expected}\n"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_directory_without_a_journal_is_an_empty_history_and_stays_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert history(capsys, tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
