@@ -69,6 +69,7 @@ def test_show_gives_one_operation_with_its_moves(
     shown = history(capsys, state, "show", "1")
     assert isinstance(shown, dict)
     assert shown["what"] == "drain" and shown["arguments"]["agent"] == "net-1"
+    assert "names" not in shown["arguments"]  # they name the moves instead
     assert len(shown["move_list"]) == shown["moves"] > 0
     code, out, err = run(capsys, "history", "show", "2", "--state-dir", str(state))
     assert code == 0, err
@@ -112,3 +113,41 @@ def test_a_directory_without_a_journal_is_an_empty_history_and_stays_empty(
 ) -> None:
     assert history(capsys, tmp_path) == []
     assert list(tmp_path.iterdir()) == []
+
+
+def router_names(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    code, out, err = run(capsys, "router", "list", "-f", "json", "-c", "id", "-c", "name")
+    assert code == 0, err
+    return {r["id"]: r["name"] for r in json.loads(out)}
+
+
+def test_moves_show_router_names_and_hosts_with_ids_in_long(
+    emulator: Emulator, state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = router_names(capsys)
+    hosts = {a["id"]: a["host"] for a in emulator.state()["agents"]}
+    moves = history(capsys, state, "--moves")
+    assert isinstance(moves, list) and moves
+    assert "router_id" not in moves[0] and "source_id" not in moves[0]
+    wide = history(capsys, state, "--moves", "--long")
+    assert isinstance(wide, list) and len(wide) == len(moves)
+    for row in wide:
+        assert row["router"] == names[row["router_id"]] != row["router_id"]
+        assert row["source"] == hosts[row["source_id"]] == "net-1"
+        assert not row["target"] or row["target"] == hosts[row["target_id"]]
+    ids = history(capsys, state, "--moves", "-c", "router_id")
+    assert ids == [{"router_id": row["router_id"]} for row in wide]
+
+
+def test_a_run_result_names_routers_and_hosts(
+    emulator: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = router_names(capsys)
+    code, out, err = run(
+        capsys, "drain", "net-2", "--no-wait", "-f", "json", "--state-dir", str(tmp_path)
+    )
+    assert code == 0, err
+    moves = json.loads(out)["moves"]
+    assert moves and {m["source_host"] for m in moves} == {"net-2"}
+    assert all(m["router_name"] == names[m["router"]] != m["router"] for m in moves)
+    assert all(len(m["source"]) == 36 for m in moves)  # JSON keeps the ids scripts key on

@@ -306,11 +306,15 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     """The summary table: counts, then every move that needs a reader's attention."""
     if fmt != "table":
         doc = result.summary()
-        doc["moves"] = [r.as_row() for r in result.results]
+        doc["moves"] = [with_names(r.as_row(), snapshot) for r in result.results]
         emit_document(doc, fmt)
         return
     emit(result.summary_rows(), "table")
-    attention = [r.as_row() for r in result.results if r.outcome.value not in ("moved", "planned")]
+    attention = [
+        named_row(r.as_row(), snapshot)
+        for r in result.results
+        if r.outcome.value not in ("moved", "planned")
+    ]
     if attention:
         sys.stdout.write("\n")
         emit(
@@ -321,3 +325,26 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     for warning in result.warnings:
         sys.stdout.write(f"warning: {warning}\n")
     sys.stdout.write(f"{result.action}: {len(result.results)} move(s) in {result.seconds:.1f} s\n")
+
+
+def named_row(row: dict[str, object], snapshot: Snapshot) -> dict[str, object]:
+    """A result row (``as_row``) for a table: the router's name and the agents' hosts in
+    place of their ids."""
+    names = with_names(row, snapshot)
+    return {
+        **row,
+        "router": names["router_name"] or row["router"],
+        "source": names["source_host"] or row["source"],
+        "target": names["target_host"] or row["target"],
+    }
+
+
+def with_names(row: dict[str, object], snapshot: Snapshot) -> dict[str, object]:
+    """A result row (``as_row``) for JSON and YAML: the ids as they were (scripts key on
+    them), with ``router_name``, ``source_host`` and ``target_host`` added."""
+    router = snapshot.routers_by_id.get(str(row["router"]))
+    named = {**row, "router_name": router.name if router else ""}
+    for end in ("source", "target"):
+        agent = snapshot.agents_by_id.get(str(row[end]))
+        named[f"{end}_host"] = agent.host if agent else ""
+    return named

@@ -16,9 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.output import add_format_options, emit, emit_document, emit_record
+from l3ha.cli.output import (
+    add_format_options,
+    emit,
+    emit_document,
+    emit_record,
+    list_columns,
+)
 from l3ha.errors import BadInputError
-from l3ha.journal.history import MOVE_COLUMNS, OPERATION_COLUMNS, operation_record
+from l3ha.journal.history import (
+    MOVE_COLUMNS,
+    MOVE_ID_COLUMNS,
+    MOVE_LONG_COLUMNS,
+    OPERATION_COLUMNS,
+    move_row,
+    operation_record,
+)
 
 
 def add_history_parser(sub: Any, add_state_dir_option: Any) -> None:
@@ -35,7 +48,7 @@ def add_history_parser(sub: Any, add_state_dir_option: Any) -> None:
     p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
     p.add_argument("--moves", action="store_true", help="one row per move of the operations")
     add_state_dir_option(p, existing=True)
-    add_format_options(p)
+    add_format_options(p, long=True)
     p.set_defaults(func=run_history)
 
 
@@ -64,26 +77,30 @@ def run_history(args: argparse.Namespace) -> int:
     if not (state_dir / DB_NAME).exists():  # reading history never creates a journal
         if args.show:
             raise BadInputError(f"no operation {args.operation}: no journal in {state_dir} yet")
-        emit([], args.format, args.column, _list_columns(args, []), options=args)
+        emit([], args.format, args.column, list(OPERATION_COLUMNS), options=args)
         return 0
     with Journal(state_dir) as journal:
         if args.show:
             return _show(journal, args)
         rows = journal.history_rows(args.last) if args.moves else journal.operation_rows(args.last)
-    emit(rows, args.format, args.column, _list_columns(args, rows), options=args)
+    columns = _list_columns(args, rows)
+    emit(
+        rows, args.format, columns, _move_keys(rows, True) if args.moves else columns, options=args
+    )
     return 0
 
 
 def _list_columns(args: argparse.Namespace, rows: list[dict[str, object]]) -> list[str]:
+    """The columns every row may have; ``-c``, or ``--long`` (ids) choose among them."""
     if not args.moves:
         return list(OPERATION_COLUMNS)
-    dhcp = any("network" in r for r in rows)
-    return [c for c in MOVE_COLUMNS if c != "network" or dhcp]  # network: DHCP moves only
+    known = _move_keys(rows, with_ids=True)
+    return list_columns(args, [c for c in known if c not in MOVE_LONG_COLUMNS], known)
 
 
 def _show(journal: Any, args: argparse.Namespace) -> int:
     op = journal.operation(args.operation)
-    moves = [r for r in journal.history_rows() if r["operation"] == op.id]
+    moves = [move_row(op, mv) for mv in journal.moves(op.id)]
     counts: dict[str, int] = {}
     for row in moves:
         key = str(row["outcome"] or row["step"])
@@ -98,10 +115,14 @@ def _show(journal: Any, args: argparse.Namespace) -> int:
         if moves:
             sys.stdout.write("\n")
     if moves or args.format != "table":
-        emit(moves, args.format if args.format != "table" else "table", (), _move_keys(moves))
+        shown = [c for c in _move_keys(moves) if c not in MOVE_LONG_COLUMNS]
+        emit(moves, args.format, (), shown)
     return 0
 
 
-def _move_keys(moves: list[dict[str, object]]) -> list[str]:
-    dhcp = any("network" in r for r in moves)
-    return [c for c in MOVE_COLUMNS if (c != "network" or dhcp) and (c != "router" or not dhcp)]
+def _move_keys(moves: list[dict[str, object]], with_ids: bool = False) -> list[str]:
+    """The move columns: ``network`` only when there are DHCP moves, ``router`` only when
+    there are router moves (or no moves); ``with_ids``: the id columns too."""
+    kinds = {"router" if "router" in r else "network" for r in moves} or {"router"}
+    columns = [*MOVE_COLUMNS, *(MOVE_ID_COLUMNS if with_ids else ())]
+    return [c for c in columns if c.removesuffix("_id") not in {"router", "network"} - kinds]

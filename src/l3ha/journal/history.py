@@ -4,13 +4,22 @@ One row per operation (what, who started it, when, outcome, how its moves
 ended) and one row per move (``--moves``). Agent changes (the enable and
 disable of drains and undrains) have no moves: their row names the host and
 the new admin state.
+
+Names: an operation records the host names of the agents and the names of
+the routers it moves (``recorded_names``, in its arguments as ``names``), so a
+move's row shows ``net-2`` and ``web-router``; the ids are in ``*_id``
+columns (``--long``). Operations recorded without names show ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from l3ha.journal.records import MoveRecord, OperationRecord
+from l3ha.model import Move, Snapshot
+
+#: The key of an operation's arguments that holds its names (id -> name).
+NAMES = "names"
 
 #: Columns of the per-operation rows, in order.
 OPERATION_COLUMNS = (
@@ -41,6 +50,21 @@ MOVE_COLUMNS = (
     "detail",
     "updated",
 )
+#: The id columns ``--long`` adds to the per-move rows.
+MOVE_ID_COLUMNS = ("router_id", "network_id", "source_id", "target_id")
+#: The columns only ``--long`` shows: the ids, and what the operation's row already says.
+MOVE_LONG_COLUMNS = (*MOVE_ID_COLUMNS, "started", "status", "detail")
+
+
+def recorded_names(snapshot: Snapshot, moves: Sequence[Move]) -> dict[str, str]:
+    """What an operation records as its ``names``: every agent's host, and the name of
+    every router it moves that has one."""
+    names = {agent_id: agent.host for agent_id, agent in snapshot.agents_by_id.items()}
+    for move in moves:
+        router = snapshot.routers_by_id.get(move.router_id)
+        if router is not None and router.name:
+            names[move.router_id] = router.name
+    return names
 
 
 def operation_row(op: OperationRecord, counts: Mapping[str, int]) -> dict[str, object]:
@@ -62,7 +86,7 @@ def operation_record(op: OperationRecord, counts: Mapping[str, int]) -> dict[str
     """One operation for ``history show``: its row, the arguments it ran with and its summary."""
     return {
         **operation_row(op, counts),
-        "arguments": {k: v for k, v in op.args.items() if v is not None},
+        "arguments": {k: v for k, v in op.args.items() if v is not None and k != NAMES},
         "summary": op.summary,
         "pid": op.pid,
         "host": op.host,
@@ -70,16 +94,25 @@ def operation_record(op: OperationRecord, counts: Mapping[str, int]) -> dict[str
 
 
 def move_row(op: OperationRecord, mv: MoveRecord) -> dict[str, object]:
-    """One move of ``op``."""
+    """One move of ``op``, with names where ``op`` recorded them."""
+    recorded = op.args.get(NAMES)
+    names: Mapping[str, object] = recorded if isinstance(recorded, Mapping) else {}
+
+    def name(object_id: str | None) -> str:
+        return str(names.get(object_id) or object_id) if object_id else ""
+
     return {
         "operation": op.id,
         "kind": op.kind,
         "started": op.started,
         "status": op.status.value,
-        mv.object_kind.value: mv.object_id,  # "router" or "network"
+        mv.object_kind.value: name(mv.object_id),  # "router" or "network"
+        f"{mv.object_kind.value}_id": mv.object_id,
         "move": mv.kind,
-        "source": mv.source or "",
-        "target": mv.target or "",
+        "source": name(mv.source),
+        "source_id": mv.source or "",
+        "target": name(mv.target),
+        "target_id": mv.target or "",
         "step": mv.step.value,
         "outcome": mv.outcome or "",
         "reason": mv.reason,
