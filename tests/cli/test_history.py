@@ -151,3 +151,28 @@ def test_a_run_result_names_routers_and_hosts(
     assert moves and {m["source_host"] for m in moves} == {"net-2"}
     assert all(m["router_name"] == names[m["router"]] != m["router"] for m in moves)
     assert all(len(m["source"]) == 36 for m in moves)  # JSON keeps the ids scripts key on
+
+
+def test_recovery_messages_name_the_router_and_the_hosts(
+    emulator: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from l3ha.journal import Journal, MoveStep
+    from l3ha.model import Move, MoveKind
+
+    names = router_names(capsys)
+    hosts = {a["id"]: a["host"] for a in emulator.state()["agents"]}
+    code, out, err = run(capsys, "router", "list", "-f", "json", "--long")
+    router = next(r for r in json.loads(out) if len(r["agent_ids"]) == 1)
+    (source,) = router["agent_ids"]
+    target = next(a for a in hosts if a != source)
+    recorded = {**hosts, router["id"]: router["name"]}
+    with Journal(tmp_path) as journal:  # a command killed after its intent
+        _, (move,) = journal.begin_operation(
+            "migrate", {"names": recorded}, [Move(router["id"], MoveKind.MOVE, target, source)]
+        )
+        journal.record_step(move, MoveStep.INTENT, target=target)
+    code, out, err = run(capsys, "repair", "--no-wait", "--state-dir", str(tmp_path))
+    assert code == 0, err
+    expected = f"recovered router {names[router['id']]} ({router['id'][:8]}): left_hosted"
+    assert expected in err and f"still hosted by {hosts[source]}" in err, err
+    assert source not in err

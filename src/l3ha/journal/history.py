@@ -140,3 +140,28 @@ def _subject(args: Mapping[str, object]) -> str:
         if value:
             return str(value)
     return ""
+
+
+def recorded_names_of(ops: Sequence[OperationRecord]) -> dict[str, str]:
+    """The names the operations recorded (id -> name), merged."""
+    names: dict[str, str] = {}
+    for op in ops:
+        recorded = op.args.get(NAMES)
+        if isinstance(recorded, Mapping):
+            names.update({str(k): str(v) for k, v in recorded.items() if v})
+    return names
+
+
+def with_names(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with every recorded id in it replaced by its name (hosts, routers)."""
+    for object_id, name in names.items():
+        if object_id in text:
+            text = text.replace(object_id, name)
+    return text
+
+
+def router_label(router_id: str, names: Mapping[str, str]) -> str:
+    """``web (0597aab6)``: a router's recorded name with the start of its id (names are not
+    unique; the id's start is, and commands take it); the bare id when none is recorded."""
+    name = names.get(router_id)
+    return f"{name} ({router_id[:8]})" if name else router_id
