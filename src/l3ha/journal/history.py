@@ -133,7 +133,7 @@ def _what(op: OperationRecord) -> str:
 
 def _subject(args: Mapping[str, object]) -> str:
     """What the operation acted on, as the command named it: hosts or agents."""
-    for key in ("host", "hosts", "agent", "agents", "source"):
+    for key in ("host", "hosts", "agent", "agents", "source", "reason"):  # reason: a halt
         value = args.get(key)
         if isinstance(value, list | tuple) and value:
             return ", ".join(str(v) for v in value)
