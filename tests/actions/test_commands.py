@@ -210,9 +210,15 @@ def test_check_history_and_repair_after_evacuation(
     assert "dead agent net-5" in capsys.readouterr().out
     assert main(["evacuate", "net-5", "--port-timeout", "20"]) == 0
     capsys.readouterr()
-    assert main(["history", "--last", "1", "-f", "json"]) == 0
+    assert main(["history", "-f", "json"]) == 0
+    operations = _json(capsys)
+    assert isinstance(operations, list)
+    (evacuation,) = [op for op in operations if op["what"] == "evacuate"]
+    assert evacuation["subject"] == "net-5" and evacuation["outcome"] == "done"
+    assert main(["history", "--moves", "-f", "json"]) == 0
     rows = _json(capsys)
-    assert rows and {r["kind"] for r in rows} == {"evacuate"}  # type: ignore[index, union-attr]
+    assert isinstance(rows, list) and len(rows) == evacuation["moves"] > 0
+    assert {r["kind"] for r in rows} == {"evacuate"}
     assert main(["repair", "--dry-run"]) == 0
     assert "0 move(s)" in capsys.readouterr().out
 

@@ -172,13 +172,13 @@ def test_history_names_what_each_move_placed(
 ) -> None:
     hosted = _kill(env, kind, "net-1")
     assert _cli(kind, "evacuate", "net-1", capsys=capsys)[0] == 0
-    assert main(["history", "-f", "json"]) == 0
+    assert main(["history", "--moves", "--long", "-f", "json"]) == 0
     out = capsys.readouterr().out
     rows = json.loads(out[out.index("[") :])
-    assert {r[kind.noun] for r in rows} == hosted
-    assert main(["history"]) == 0
+    assert {r[f"{kind.noun}_id"] for r in rows} == hosted
+    assert main(["history", "--moves"]) == 0
     table = capsys.readouterr().out
-    assert kind.noun.upper() in table.splitlines()[0]
+    assert f"| {kind.noun.capitalize()} " in table.splitlines()[1]  # the header row
 
 
 class ArrivalJournal(Journal):

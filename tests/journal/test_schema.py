@@ -12,7 +12,14 @@ import pytest
 from l3ha.cli.main import main
 from l3ha.clock import ManualClock
 from l3ha.errors import BadInputError
-from l3ha.journal import DB_NAME, Journal, MoveStep, ObjectKind
+from l3ha.journal import (
+    DB_NAME,
+    Journal,
+    MoveStep,
+    ObjectKind,
+    StartedBy,
+    interrupted_operations,
+)
 from l3ha.journal.store import SCHEMA_VERSION
 
 #: The schema as l3ha wrote it before it had a version (schema 1).
@@ -115,3 +122,27 @@ def test_a_journal_of_a_newer_l3ha_is_refused_in_one_line_and_left_alone(
     assert "schema version 3" in error
     assert _version(state) == 3
     assert (state / DB_NAME).read_bytes() == before
+
+
+def test_who_started_an_operation_is_recorded_and_older_rows_say_unrecorded(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    _old_journal(state)
+    with Journal(state, ManualClock(), started_by=StartedBy.DAEMON) as journal:
+        op, _ = journal.begin_operation("evacuate", {"agent": "net-2"})
+        assert journal.operation(op).started_by == "daemon"
+        assert journal.operation(1).started_by == ""
+        rows = {r["operation"]: r for r in journal.operation_rows()}
+        assert (rows[op]["started_by"], rows[1]["started_by"]) == ("daemon", "unrecorded")
+        assert (rows[1]["what"], rows[1]["subject"], rows[1]["results"]) == (
+            "evacuate",
+            "net-1",
+            "1 moved",
+        )
+        assert (rows[2]["outcome"], rows[2]["results"]) == ("running", "1 intent")
+    assert _version(state) == SCHEMA_VERSION  # an addition within schema 2
+    assert [o.id for o in interrupted_operations(state)] == [2]  # the read-only reader
+    with Journal(state, ManualClock(), started_by=StartedBy.ROLLING) as journal:
+        op, _ = journal.begin_operation("drain", {"agent": "net-3"})
+        assert [o.started_by for o in journal.history(last=2)] == ["rolling", "daemon"]

@@ -158,7 +158,7 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
             lambda: any(
                 m["step"] == "verified"
                 for m in r.moves()
-                if m["source"] == r.emu.agent_ids_by_host()["net-2"]
+                if m["source_id"] == r.emu.agent_ids_by_host()["net-2"]
             ),
             30,
             "a move",
@@ -172,7 +172,7 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
         # each router off the drained host once. (A router may move off a host again later
         # for a good reason: a canary taking it back to the host it was drained from.)
         moved = Counter(
-            (m["router"], m["source"])
+            (m["router_id"], m["source_id"])
             for m in r.moves()
             if m["kind"] == "drain"
             and m["outcome"] in ("moved", "pending")
@@ -180,7 +180,7 @@ def test_kill_9_mid_run_then_resume_moves_no_router_twice(
         )
         assert moved and max(moved.values()) == 1, moved.most_common(3)
         net2 = r.emu.agent_ids_by_host()["net-2"]
-        assert any(m["status"] == "recovered" and m["source"] == net2 for m in r.moves())
+        assert any(m["status"] == "recovered" and m["source_id"] == net2 for m in r.moves())
         drain2 = next(
             s for s in r.steps() if s.key.host == "net-2" and s.key.phase.value == "drain"
         )

@@ -58,6 +58,9 @@ def test_dry_run_logs_the_moves_it_would_make_and_changes_nothing(cloud: Scene) 
         lambda: {e["router"] for e in watch.events("move")} >= victims, 20, "the planned moves"
     )
     assert {e["outcome"] for e in watch.events("move")} == {"planned"}
+    # each move names the host and the router beside the ids
+    assert {e["source_host"] for e in watch.events("move")} == {"net-3"}
+    assert all(e["router_name"] and e["target_host"] for e in watch.events("move"))
     assert changed(before, cloud.bindings()) == []
     assert watch.terminate() == 0
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from tests.watch.daemon_process import DEAD_AFTER, Scene, changed, scene, wait_until
 
+from l3ha.journal import Journal
 from l3ha.weights import WeightPolicy
 
 pytestmark = pytest.mark.slow
@@ -135,6 +136,9 @@ def test_an_api_outage_halts_on_stale_data_and_recovers(cloud: Scene) -> None:
     assert {e["router"] for e in moves if e["outcome"] == "moved"} == victims
     assert min(str(e["ts"]) for e in moves) > str(watch.events("resumed")[0]["ts"]) > halted_at
     assert watch.terminate() == 0
+    with Journal(cloud.workdir / "state") as journal:  # the halt is in the history
+        halts = [r for r in journal.operation_rows() if r["what"] == "halt"]
+    assert [(r["subject"], r["started_by"]) for r in halts] == [("stale_snapshot", "daemon")]
 
 
 def test_sigterm_mid_evacuation_finishes_in_flight_and_the_next_start_finishes_the_rest(

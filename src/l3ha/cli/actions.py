@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.planning import (
     action_request,
@@ -186,15 +187,7 @@ def register(sub: Any) -> None:
     add_force_option(p)
     p.set_defaults(func=lambda a: run_command(Action.REPAIR, a), finishes_interrupted=True)
 
-    p = sub.add_parser(
-        "history",
-        help="operations and moves from the journal",
-        description="List the operations and moves recorded in the journal, newest first.",
-    )
-    p.add_argument("--last", type=positive_int, metavar="N", help="only the last N operations")
-    add_state_dir_option(p, existing=True)
-    add_format_options(p)
-    p.set_defaults(func=_run_history)
+    add_history_parser(sub, add_state_dir_option)
 
 
 # --- running --------------------------------------------------------------
@@ -313,11 +306,15 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     """The summary table: counts, then every move that needs a reader's attention."""
     if fmt != "table":
         doc = result.summary()
-        doc["moves"] = [r.as_row() for r in result.results]
+        doc["moves"] = [with_names(r.as_row(), snapshot) for r in result.results]
         emit_document(doc, fmt)
         return
     emit(result.summary_rows(), "table")
-    attention = [r.as_row() for r in result.results if r.outcome.value not in ("moved", "planned")]
+    attention = [
+        named_row(r.as_row(), snapshot)
+        for r in result.results
+        if r.outcome.value not in ("moved", "planned")
+    ]
     if attention:
         sys.stdout.write("\n")
         emit(
@@ -330,26 +327,24 @@ def print_result(result: RunResult, snapshot: Snapshot, fmt: str) -> None:
     sys.stdout.write(f"{result.action}: {len(result.results)} move(s) in {result.seconds:.1f} s\n")
 
 
-def _run_history(args: argparse.Namespace) -> int:
-    rows: list[dict[str, object]] = []
-    if _journal_exists(args):  # reading history never creates a journal
-        with open_journal(args) as journal:
-            rows = journal.history_rows(args.last)
-    known = [
-        "operation",
-        "kind",
-        "started",
-        "status",
-        "router",
-        *(["network"] if any("network" in r for r in rows) else []),  # DHCP moves
-        "move",
-        "source",
-        "target",
-        "step",
-        "outcome",
-        "reason",
-        "detail",
-        "updated",
-    ]
-    emit(rows, args.format, args.column, known, options=args)
-    return 0
+def named_row(row: dict[str, object], snapshot: Snapshot) -> dict[str, object]:
+    """A result row (``as_row``) for a table: the router's name and the agents' hosts in
+    place of their ids."""
+    names = with_names(row, snapshot)
+    return {
+        **row,
+        "router": names["router_name"] or row["router"],
+        "source": names["source_host"] or row["source"],
+        "target": names["target_host"] or row["target"],
+    }
+
+
+def with_names(row: dict[str, object], snapshot: Snapshot) -> dict[str, object]:
+    """A result row (``as_row``) for JSON and YAML: the ids as they were (scripts key on
+    them), with ``router_name``, ``source_host`` and ``target_host`` added."""
+    router = snapshot.routers_by_id.get(str(row["router"]))
+    named = {**row, "router_name": router.name if router else ""}
+    for end in ("source", "target"):
+        agent = snapshot.agents_by_id.get(str(row[end]))
+        named[f"{end}_host"] = agent.host if agent else ""
+    return named

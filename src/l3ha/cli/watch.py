@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     from l3ha.daemon.preflight import check_can_act
     from l3ha.daemon.settings import load_settings
     from l3ha.daemon.watch import Parts, Watcher
-    from l3ha.journal import Journal
+    from l3ha.journal import Journal, StartedBy
 
     settings = load_settings(args)
     weights = load_weight_policy(args)
@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     if server is not None:
         event("metrics", url=server.url)
     try:
-        with Journal(settings.state_dir) as journal:
+        with Journal(settings.state_dir, started_by=StartedBy.DAEMON) as journal:
             parts = Parts(
                 settings,
                 cloud,

@@ -19,13 +19,14 @@ from l3ha.daemon.decide import Decision, overlay, targets
 from l3ha.daemon.logevents import event
 from l3ha.daemon.world import WorldCache
 from l3ha.errors import L3haError, SafetyHaltError
-from l3ha.executor import MoveOutcome
+from l3ha.executor import MoveOutcome, MoveResult
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
 from l3ha.operations import (
     Action,
     ActionRequest,
     ActionResult,
+    Executed,
     OperationContext,
     run_action,
 )
@@ -124,21 +125,38 @@ class Hands:
 
     def _report(self, decision: Decision, result: ActionResult) -> int:
         started = 0
-        for run in result.runs:
-            for move in run.results:
+        for step in result.steps:
+            if not isinstance(step, Executed):
+                continue
+            for move in step.run.results:
                 if move.outcome not in _NOT_STARTED:
                     started += 1
-                event(
-                    "move",
-                    action=decision.action.value,
-                    router=move.router_id,
-                    kind=move.move.kind.value,
-                    source=move.move.source,
-                    target=move.target or move.move.target,
-                    outcome=move.outcome.value,
-                    reason=move.reason,
-                )
+                _log_move(decision, move, step.snapshot)
         return started
+
+
+def _log_move(decision: Decision, move: MoveResult, snapshot: Snapshot) -> None:
+    """One ``move`` event: the ids, and the router's name and the agents' hosts beside them."""
+    target = move.target or move.move.target
+    router = snapshot.routers_by_id.get(move.router_id)
+    event(
+        "move",
+        action=decision.action.value,
+        router=move.router_id,
+        router_name=router.name if router else "",
+        kind=move.move.kind.value,
+        source=move.move.source,
+        source_host=_host(snapshot, move.move.source),
+        target=target,
+        target_host=_host(snapshot, target),
+        outcome=move.outcome.value,
+        reason=move.reason,
+    )
+
+
+def _host(snapshot: Snapshot, agent_id: str | None) -> str:
+    agent = snapshot.agents_by_id.get(agent_id) if agent_id else None
+    return agent.host if agent else ""
 
 
 def _touched(result: ActionResult) -> set[str]:

@@ -24,6 +24,7 @@ SIGTERM (``request_stop``): no new move starts, the moves in flight finish
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -48,7 +49,7 @@ from l3ha.daemon.status import dhcp_status, status_document, stopped_document, w
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import CALM_VERDICTS, HealthPolicy, Verdict, summarize
-from l3ha.journal import Journal
+from l3ha.journal import Journal, OperationStatus
 from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
 from l3ha.operations import Action, ActionRequest, OperationContext, resume
@@ -56,6 +57,8 @@ from l3ha.weights import WeightPolicy, weight_distribution
 
 log = logging.getLogger("l3ha.watch")
 
+#: The journal's kind of a halt's operation (``l3ha history`` lists it).
+HALT_KIND = "halt"
 #: Verdicts that count as a disrupted agent for the move budget's lower rate.
 _DISRUPTED = frozenset({Verdict.DEAD, Verdict.SUSPECT, Verdict.PARTITIONED})
 
@@ -321,11 +324,24 @@ class Watcher:
         for key, halt in keys.items():  # each halt is logged when it begins
             if key not in self._halts:
                 event("halt", logging.WARNING, reason=halt.reason.value, message=halt.message)
+                self._journal_halt(halt.reason.value, halt.message)
         if self._halts and not keys:
             event("resumed", reason="every gate has cleared")
         self._halts = set(keys)
         if view.error:
             event("read_failed", logging.ERROR, error=view.error)
+
+    def _journal_halt(self, reason: str, message: str) -> None:
+        """A halt as an operation of the journal (no moves, finished at once), so that
+        ``l3ha history`` shows it; not in a dry run, which writes nothing."""
+        if self.settings.dry_run:
+            return
+        journal = self.parts.journal
+        try:
+            op_id, _ = journal.begin_operation(HALT_KIND, {"reason": reason, "message": message})
+            journal.finish_operation(op_id, OperationStatus.DONE, message)
+        except (sqlite3.Error, OSError) as exc:
+            event("journal_failed", logging.ERROR, error=str(exc))
 
     def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
         metrics = self.parts.metrics

@@ -22,6 +22,7 @@ from l3ha.journal.records import (
     ObjectKind,
     OperationRecord,
     OperationStatus,
+    StartedBy,
     StepEvent,
 )
 from l3ha.journal.statedir import DB_NAME, STATE_DIR_ENV, default_state_dir
@@ -36,6 +37,7 @@ __all__ = [
     "ObjectKind",
     "OperationRecord",
     "OperationStatus",
+    "StartedBy",
     "StepEvent",
     "default_state_dir",
     "interrupted_operations",

@@ -33,6 +33,14 @@ class MoveStep(StrEnum):
     DONE = "done"  # outcome recorded (see ``outcome``)
 
 
+class StartedBy(StrEnum):
+    """Who started an operation (journals written before this was recorded: ``""``)."""
+
+    COMMAND = "command"  # a one-shot l3ha command (or the openstack l3ha plugin)
+    DAEMON = "daemon"  # l3ha watch
+    ROLLING = "rolling"  # l3ha rolling
+
+
 class ObjectKind(StrEnum):
     """What a move places: the kind of placement it belongs to."""
 
@@ -83,6 +91,7 @@ class OperationRecord:
     pid: int
     host: str
     summary: str
+    started_by: str = ""  # a StartedBy value; "" when the journal did not record it
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +110,11 @@ class StepEvent:
     detail: str
 
 
-OP_SELECT = "SELECT id, kind, args, started, finished, status, pid, host, summary FROM operations"
+_OP_COLUMNS = "id, kind, args, started, finished, status, pid, host, summary"
+OP_SELECT = f"SELECT {_OP_COLUMNS} FROM operations"
+#: ``OP_SELECT`` with who started each operation: only for a journal the writer opened
+#: (and so brought up to date); the read-only readers use ``OP_SELECT``.
+OP_SELECT_STARTED_BY = f"SELECT {_OP_COLUMNS}, started_by FROM operations"
 MOVE_SELECT = (
     "SELECT id, operation_id, seq, object_id, source, target, kind, reason, step, outcome,"
     " created, updated, detail, object_kind FROM moves"
@@ -109,7 +122,7 @@ MOVE_SELECT = (
 
 
 def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
-    op_id, kind, args, started, finished, status, pid, host, summary = row
+    op_id, kind, args, started, finished, status, pid, host, summary, *started_by = row
     return OperationRecord(
         id=int(str(op_id)),
         kind=str(kind),
@@ -120,6 +133,7 @@ def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
         pid=int(str(pid)),
         host=str(host),
         summary=str(summary),
+        started_by=str(started_by[0]) if started_by else "",
     )
 
 

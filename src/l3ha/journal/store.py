@@ -27,14 +27,17 @@ from typing import Any, Generic, TypeVar, cast
 
 from l3ha.clock import Clock, SystemClock
 from l3ha.errors import BadInputError
+from l3ha.journal.history import move_row, operation_row
 from l3ha.journal.records import (
     MOVE_SELECT,
     OP_SELECT,
+    OP_SELECT_STARTED_BY,
     MoveRecord,
     MoveStep,
     ObjectKind,
     OperationRecord,
     OperationStatus,
+    StartedBy,
     move_from_row,
     operation_from_row,
 )
@@ -57,7 +60,8 @@ CREATE TABLE IF NOT EXISTS operations (
     status TEXT NOT NULL,
     pid INTEGER NOT NULL,
     host TEXT NOT NULL,
-    summary TEXT NOT NULL DEFAULT ''
+    summary TEXT NOT NULL DEFAULT '',
+    started_by TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS moves (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -105,7 +109,14 @@ class _Request(Generic[T]):
 class Journal:
     """The journal database; safe to share between threads of one process."""
 
-    def __init__(self, state_dir: Path | None = None, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        clock: Clock | None = None,
+        started_by: StartedBy = StartedBy.COMMAND,
+    ) -> None:
+        """``started_by``: recorded with every operation this instance begins."""
+        self.started_by = started_by
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.path = self.state_dir / DB_NAME
         self._clock: Clock = clock or SystemClock()
@@ -113,6 +124,7 @@ class Journal:
         self._db = open_database(self.state_dir, DB_NAME, _SCHEMA, "journal")
         try:
             _upgrade(self._db, self.path)
+            _add_started_by(self._db)
         except BaseException:
             self._db.close()
             raise
@@ -201,8 +213,8 @@ class Journal:
 
         def work(db: sqlite3.Connection) -> tuple[int, list[int]]:
             cur = db.execute(
-                "INSERT INTO operations (kind, args, started, status, pid, host)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO operations (kind, args, started, status, pid, host, started_by)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     kind,
                     json.dumps(dict(args), default=str, sort_keys=True),
@@ -210,6 +222,7 @@ class Journal:
                     OperationStatus.RUNNING.value,
                     os.getpid(),
                     socket.gethostname(),
+                    self.started_by.value,
                 ),
             )
             op_id = int(cur.lastrowid or 0)
@@ -326,7 +339,7 @@ class Journal:
             return list(self._db.execute(sql, params).fetchall())
 
     def operation(self, operation_id: int) -> OperationRecord:
-        rows = self._query(OP_SELECT + " WHERE id=?", (operation_id,))
+        rows = self._query(OP_SELECT_STARTED_BY + " WHERE id=?", (operation_id,))
         if not rows:
             raise BadInputError(f"no operation {operation_id} in the journal {self.path}")
         return operation_from_row(rows[0])
@@ -372,7 +385,7 @@ class Journal:
         """Operations, newest first (``last``: only that many)."""
         if last is not None and last < 1:
             raise BadInputError(f"--last must be at least 1, not {last}")
-        sql = OP_SELECT + " ORDER BY id DESC"
+        sql = OP_SELECT_STARTED_BY + " ORDER BY id DESC"
         params: tuple[object, ...] = ()
         if last is not None:
             sql += " LIMIT ?"
@@ -380,28 +393,22 @@ class Journal:
         return [operation_from_row(r) for r in self._query(sql, params)]
 
     def history_rows(self, last: int | None = None) -> list[dict[str, object]]:
-        """``history`` as flat rows (one per move) for ``l3ha history`` tables."""
-        rows: list[dict[str, object]] = []
-        for op in self.history(last):
-            for mv in self.moves(op.id):
-                rows.append(
-                    {
-                        "operation": op.id,
-                        "kind": op.kind,
-                        "started": op.started,
-                        "status": op.status.value,
-                        mv.object_kind.value: mv.object_id,  # "router" or "network"
-                        "move": mv.kind,
-                        "source": mv.source or "",
-                        "target": mv.target or "",
-                        "step": mv.step.value,
-                        "outcome": mv.outcome or "",
-                        "reason": mv.reason,
-                        "detail": mv.detail,
-                        "updated": mv.updated,
-                    }
-                )
-        return rows
+        """``history`` as flat rows (one per move) for ``l3ha history --moves``."""
+        return [move_row(op, mv) for op in self.history(last) for mv in self.moves(op.id)]
+
+    def operation_rows(self, last: int | None = None) -> list[dict[str, object]]:
+        """``history`` as rows, one per operation with its move counts (``l3ha history``)."""
+        ops = self.history(last)
+        counts: dict[int, dict[str, int]] = {op.id: {} for op in ops}
+        for op_id, outcome, n in self._query(
+            "SELECT operation_id, COALESCE(outcome, step), COUNT(*) FROM moves"
+            " WHERE operation_id >= ? GROUP BY 1, 2 ORDER BY 1, 2",
+            (min(counts, default=0),),
+        ):
+            by_outcome = counts.get(int(str(op_id)))
+            if by_outcome is not None:
+                by_outcome[str(outcome)] = int(str(n))
+        return [operation_row(op, counts[op.id]) for op in ops]
 
 
 #: The journal's schema: 1 had no version and kept every move's object in ``router_id``;
@@ -427,6 +434,26 @@ def _refuse_newer(path: Path) -> None:
             f"journal {path} has schema version {version}, newer than this l3ha reads "
             f"({SCHEMA_VERSION}): use the l3ha that wrote it or a newer one"
         )
+
+
+def _add_started_by(db: sqlite3.Connection) -> None:
+    """Add ``operations.started_by`` to a journal written before it was recorded: an
+    addition within schema 2 (an l3ha that does not know the column never reads it, and
+    its inserts leave it ``''``)."""
+    if _has_started_by(db):
+        return
+    db.execute("BEGIN IMMEDIATE")  # another process may be adding it too
+    try:
+        if not _has_started_by(db):
+            db.execute("ALTER TABLE operations ADD COLUMN started_by TEXT NOT NULL DEFAULT ''")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _has_started_by(db: sqlite3.Connection) -> bool:
+    return "started_by" in {str(row[1]) for row in db.execute("PRAGMA table_info(operations)")}
 
 
 def _upgrade(db: sqlite3.Connection, path: Path) -> None:

@@ -23,6 +23,7 @@ from l3ha.executor import (
 )
 from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
 from l3ha.journal import OperationRecord
+from l3ha.journal.history import recorded_names
 from l3ha.model import Agent, Binding, MoveKind, Plan, Snapshot
 from l3ha.operations.context import OperationContext, agent_of_another_kind
 from l3ha.operations.interrupted import finish_interrupted
@@ -243,6 +244,7 @@ def _execute(
             "command": request.action.value,
             "agent": request.agent,
             **dict(request.journal_args),
+            "names": recorded_names(snapshot, plan.moves),
         },
         require_dead_source=False if request.force else None,
         should_stop=ctx.should_stop,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from l3ha.executor import recover
 from l3ha.executor.dhcp_steps import is_dhcp_operation
 from l3ha.journal import OperationRecord
+from l3ha.journal.history import recorded_names_of, router_label, with_names
 from l3ha.operations.context import OperationContext
 
 
@@ -30,9 +31,9 @@ def finish_interrupted(ctx: OperationContext, dry_run: bool) -> tuple[bool, list
             f"operation {op.id} ({op.kind}, started {op.started}) was interrupted; finishing it"
         )
     results = recover(ctx.cloud, ctx.journal, ctx.clock, operations=unfinished, dry_run=dry_run)
+    names = recorded_names_of(unfinished)  # hosts and router names, as the operations saw them
     for result in results:
-        row = result.as_row()
-        ctx.notify(
-            f"recovered router {row.get('router')}: {row.get('action')} {row.get('detail', '')}"
-        )
+        detail = with_names(result.detail, names)
+        label = router_label(result.router_id, names)
+        ctx.notify(f"recovered router {label}: {result.action.value} {detail}")
     return all(r.ok for r in results), unfinished

@@ -22,7 +22,7 @@ from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import NeutronCloud
 from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.errors import BadInputError
-from l3ha.journal import Journal
+from l3ha.journal import Journal, StartedBy
 from l3ha.model import Snapshot
 from l3ha.operations import OperationContext
 from l3ha.operations.rolling.dhcp_participant import DhcpParticipant
@@ -155,7 +155,10 @@ def execute(
         live = record.live_run()
         if live is not None:
             raise BadInputError(f"rolling run {live.id} is still running (pid {live.pid})")
-        with Journal(state_dir) as journal, _probing(guard, record, output, request, hooks.say):
+        with (
+            Journal(state_dir, started_by=StartedBy.ROLLING) as journal,
+            _probing(guard, record, output, request, hooks.say),
+        ):
             ops = OperationContext(cloud, journal, SystemClock(), hooks.say)
             ctx = RunContext(ops, request, guard)
             return run_rolling(
