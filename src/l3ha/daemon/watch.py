@@ -324,24 +324,13 @@ class Watcher:
         for key, halt in keys.items():  # each halt is logged when it begins
             if key not in self._halts:
                 event("halt", logging.WARNING, reason=halt.reason.value, message=halt.message)
-                self._journal_halt(halt.reason.value, halt.message)
+                if not self.settings.dry_run:  # a dry run writes nothing
+                    _journal_halt(self.parts.journal, halt.reason.value, halt.message)
         if self._halts and not keys:
             event("resumed", reason="every gate has cleared")
         self._halts = set(keys)
         if view.error:
             event("read_failed", logging.ERROR, error=view.error)
-
-    def _journal_halt(self, reason: str, message: str) -> None:
-        """A halt as an operation of the journal (no moves, finished at once), so that
-        ``l3ha history`` shows it; not in a dry run, which writes nothing."""
-        if self.settings.dry_run:
-            return
-        journal = self.parts.journal
-        try:
-            op_id, _ = journal.begin_operation(HALT_KIND, {"reason": reason, "message": message})
-            journal.finish_operation(op_id, OperationStatus.DONE, message)
-        except (sqlite3.Error, OSError) as exc:
-            event("journal_failed", logging.ERROR, error=str(exc))
 
     def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
         metrics = self.parts.metrics
@@ -443,3 +432,13 @@ def _save_status(state_dir: Path, document: dict[str, object]) -> None:
         write_status(state_dir, document)
     except OSError as exc:
         event("status_write_failed", logging.ERROR, error=str(exc))
+
+
+def _journal_halt(journal: Journal, reason: str, message: str) -> None:
+    """A halt as an operation of the journal (no moves, finished at once), so that
+    ``l3ha history`` shows it; a journal that cannot be written is logged, not fatal."""
+    try:
+        op_id, _ = journal.begin_operation(HALT_KIND, {"reason": reason, "message": message})
+        journal.finish_operation(op_id, OperationStatus.DONE, message)
+    except (sqlite3.Error, OSError) as exc:
+        event("journal_failed", logging.ERROR, error=str(exc))
