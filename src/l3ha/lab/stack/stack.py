@@ -37,6 +37,7 @@ from l3ha.lab.stack.topology import (
     NeutronHttp,
     create_topology,
     wait_for_agents,
+    wait_for_gateways,
     wait_for_routers,
 )
 
@@ -228,6 +229,7 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     for index in spec.router_indexes:
         make_vm(fab, index)
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
+    wait_for_gateways(stack.api, ROUTER_TIMEOUT_S)
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
 
 

@@ -3,7 +3,8 @@
 Talks to the stack's own Neutron API with plain JSON over HTTP (noauth, as
 admin): the external network (flat, ``physnet1``), one VLAN tenant network and
 one router per lab router (gateway on the external network, interface .1 on
-its tenant subnet). Reachability is ``ping`` from a VM namespace to its router.
+its tenant subnet). Reachability is ``ping`` from a VM namespace to its router, and
+from the client namespace to each router's gateway address.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from l3ha.lab.stack.processes import StackError, wait_for
 from l3ha.lab.stack.spec import (
+    CLIENT_NS,
     EXTERNAL_CIDR,
     EXTERNAL_GATEWAY,
     EXTERNAL_POOL,
@@ -175,6 +177,29 @@ def unanswered(spec: StackSpec) -> list[str]:
 
 def wait_for_routers(spec: StackSpec, timeout: float) -> None:
     wait_for("every VM to reach its router", lambda: not unanswered(spec), timeout, 1.0)
+
+
+def gateway_addresses(api: NeutronHttp) -> list[str]:
+    """Every router's address on the external network, as Neutron gave it."""
+    return [
+        str(fixed["ip_address"])
+        for router in api.get("routers")["routers"]
+        for fixed in (router.get("external_gateway_info") or {}).get("external_fixed_ips", [])
+    ]
+
+
+def wait_for_gateways(api: NeutronHttp, timeout: float) -> None:
+    """Wait until the client namespace reaches every router's gateway address.
+
+    The gateway port is wired after the tenant port, seconds later on a loaded machine.
+    """
+    addresses = gateway_addresses(api)
+    wait_for(
+        "the client to reach every router's gateway",
+        lambda: all(pings(CLIENT_NS, address) for address in addresses),
+        timeout,
+        1.0,
+    )
 
 
 def router_hosts(api: NeutronHttp, router_ids: dict[str, str]) -> dict[str, list[str]]:
