@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Generic, Protocol, TypeVar
 
+from l3ha.dhcp_model import DhcpMove, DhcpUnplaceable
 from l3ha.model import Move, Unplaceable
 
 
@@ -52,16 +53,55 @@ class MoveResult:
 
     def as_row(self) -> dict[str, object]:
         """A flat dict for tables and JSON."""
-        return {
-            "router": self.move.router_id,
-            "kind": self.move.kind.value,
-            "source": self.move.source or "",
-            "target": self.target or self.move.target or "",
-            "outcome": self.outcome.value,
-            "reason": self.reason,
-            "pending_ports": list(self.pending_ports),
-            "seconds": round(self.seconds, 3),
-        }
+        return _row(self, "router", pending_ports=list(self.pending_ports))
+
+
+class DhcpOutcome(StrEnum):
+    """How one DHCP move ended."""
+
+    PLANNED = "planned"  # dry run
+    MOVED = "moved"  # on the target with an ACTIVE port, removed from the source
+    ADDED = "added"  # one more copy, its port ACTIVE
+    REMOVED = "removed"  # a copy removed (another live agent serves the network)
+    PENDING = "pending"  # added, port not ACTIVE in time: the source copy is kept (warning)
+    SKIPPED = "skipped"  # not needed or not allowed any more (see reason)
+    FAILED = "failed"  # not done; the network keeps the copies it had
+
+
+BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpMoveResult:
+    """The outcome of one planned DHCP move; ``target`` is where the copy went."""
+
+    move: DhcpMove
+    outcome: DhcpOutcome
+    reason: str = ""
+    target: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def object_id(self) -> str:
+        return self.move.network_id
+
+    def as_row(self) -> dict[str, object]:
+        return _row(self, "network")
+
+
+def _row(result: MoveResult | DhcpMoveResult, name: str, **extra: object) -> dict[str, object]:
+    """One move's result as a flat dict; its object under ``name``, ``extra`` before seconds."""
+    move = result.move
+    return {
+        name: result.object_id,
+        "kind": move.kind.value,
+        "source": move.source or "",
+        "target": result.target or move.target or "",
+        "outcome": result.outcome.value,
+        "reason": result.reason,
+        **extra,
+        "seconds": round(result.seconds, 3),
+    }
 
 
 class _Outcome(Protocol):
@@ -149,6 +189,26 @@ class RunResult(PlanRun[MoveResult, Unplaceable]):
     def summary_rows(self) -> list[dict[str, object]]:
         """One row per outcome with its count (``unplaced`` included), for the summary table."""
         return [{"outcome": k, "routers": v} for k, v in self.counts().items() if v]
+
+
+@dataclass(frozen=True)
+class DhcpRunResult(PlanRun[DhcpMoveResult, DhcpUnplaceable]):
+    """A DHCP plan's run (``PlanRun``): not ``ok`` when a move failed."""
+
+    OUTCOMES = DhcpOutcome
+    BAD = BAD_DHCP_OUTCOMES
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "action": self.action,
+            "operation": self.operation_id,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "counts": self.counts(),
+            "moves": [r.as_row() for r in self.results],
+            "unplaced": [{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
+            "warnings": list(self.warnings),
+        }
 
 
 def _brief(result: MoveResult) -> dict[str, object]:

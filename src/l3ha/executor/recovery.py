@@ -208,7 +208,7 @@ def _bind_unhosted(
                 if written.target == move.target
                 else RecoveryAction.BOUND_OTHER
             )
-            return result(action, written.target, f"was unhosted; bound to {written.target_host}")
+            return result(action, written.target, f"was unhosted; bound to {written.host}")
     rolled = writer.rollback_to_source(move, record.id)
     if rolled is not None:
         return result(RecoveryAction.BOUND_SOURCE, rolled, "was unhosted; bound back to source")

@@ -20,8 +20,9 @@ from dataclasses import replace
 
 from l3ha.executor.candidates import why_not
 from l3ha.executor.outcome import MoveOutcome, MoveResult
-from l3ha.executor.steps import NO_AGENT, MoveWriter, RouterGoneError, Written
+from l3ha.executor.steps import NO_AGENT, MoveWriter, RouterGoneError
 from l3ha.journal import MoveStep
+from l3ha.kinds.base import Written
 from l3ha.model import Move, MoveKind
 
 log = logging.getLogger(__name__)

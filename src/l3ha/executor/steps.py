@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -26,22 +26,13 @@ from l3ha.executor.lifecycle import JournalGuard
 from l3ha.executor.options import ExecutorOptions
 from l3ha.executor.outcome import MoveOutcome, MoveResult
 from l3ha.journal import Journal, MoveStep
+from l3ha.kinds.base import Written
 from l3ha.model import Agent, Binding, Move, MoveKind, Router
 
 #: How every reason of a router left without an agent starts (operators grep for it).
 NO_AGENT = "ROUTER HAS NO AGENT: "
 #: Why a move of an evacuation stops: its source is usable again (rule 5).
 SOURCE_BACK = "source agent is alive again and enabled"
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """The router is bound on ``target`` (read back); its ports may still be coming up."""
-
-    target: str
-    target_host: str
-    attempts: int
-    note: str = ""
 
 
 class RouterGoneError(Exception):
@@ -334,7 +325,7 @@ class MoveWriter:
         self.step(move_id, MoveStep.UNBOUND, detail=f"off {holder.host}")
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
-            return replace(written, note=f"{grabbed}; moved on to {written.target_host}")
+            return replace(written, note=f"{grabbed}; moved on to {written.host}")
         hosting = self.hosting(move.router_id)
         if hosting:
             return self.landed_elsewhere(move, move_id, hosting, errors, [], again=False)

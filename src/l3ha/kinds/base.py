@@ -1,0 +1,132 @@
+"""What a kind of placement supplies to the executor's one dispatcher. Pure.
+
+The dispatcher (``l3ha.executor.dispatch``) owns everything a run of any kind
+shares: admission within budgets, the journal and stop cut, the thread pool,
+the readiness poller, the canary batch, finishing and counting. A kind (routers
+on L3 agents, networks on DHCP agents, ...) supplies only what one of its
+moves does, through the ``Kind`` protocol below: phase one (re-check, write,
+read back), what to wait for, phase two, and why a move not started yet is no
+longer wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from l3ha.executor.ports import Readiness
+
+
+class KindMove(Protocol):
+    """A planned move of any kind: its move kind, the agent it leaves and the one it goes to."""
+
+    @property
+    def kind(self) -> Any: ...
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def target(self) -> str | None: ...
+
+
+class KindResult(Protocol):
+    """How a move of any kind ended (a frozen dataclass with ``seconds``)."""
+
+    @property
+    def outcome(self) -> StrEnum: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def target(self) -> str | None: ...
+
+
+M = TypeVar("M", bound=KindMove)
+R = TypeVar("R", bound=KindResult)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Phase one is done: the object is on agent ``target`` (read back) at ``host``, where
+    its readiness is awaited. ``attempts`` and ``note`` are for the kind's result."""
+
+    target: str
+    host: str
+    attempts: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Waited:
+    """The readiness poller's verdict: ``ready``, else the port ids still waited for;
+    ``polled`` is False when the run does not wait (``--no-wait``: taken as ready)."""
+
+    ready: bool
+    waiting: tuple[str, ...] = ()
+    polled: bool = True
+
+
+@dataclass
+class Item(Generic[M, R]):
+    """One move of a run as the dispatcher tracks it (guarded by the budgets' ``cond``)."""
+
+    index: int
+    move: M
+    move_id: int = 0
+    slot: str | None = None  # the target whose in-flight slot it holds
+    started: float = 0.0
+    written: bool = False  # phase one done and read back (readiness may still be awaited)
+    result: R | None = None
+
+
+class Kind(Protocol[M, R]):
+    """What one kind of placement does for the dispatcher; ``items`` is the run's every move,
+    in plan order (a kind may look at the earlier moves of the same object)."""
+
+    @property
+    def name(self) -> str:
+        """In thread names and logs: "router", "network"."""
+        ...
+
+    @property
+    def bad(self) -> frozenset[StrEnum]:
+        """Outcomes of a move gone wrong (a canary batch all bad stops the run)."""
+        ...
+
+    @property
+    def readiness(self) -> Readiness:
+        """How the poller reads and judges what a move placed."""
+        ...
+
+    def object_id(self, move: M) -> str:
+        """The router, network, ... the move places (one move per object at a time)."""
+        ...
+
+    def skipped(self, move: M, reason: str) -> R:
+        """The result of a move not started (``SKIPPED``)."""
+        ...
+
+    def failed(self, move: M, reason: str) -> R:
+        """The result of a move that raised unexpectedly (``FAILED``)."""
+        ...
+
+    def skip_unstarted(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> str | None:
+        """Why a move not started yet is no longer wanted (its source is back), else None."""
+        ...
+
+    def after_canary(self, later: Sequence[M]) -> None:
+        """The canary batch is written: re-check what the later moves depend on."""
+        ...
+
+    def write(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> R | Written:
+        """Phase one: re-check, journal, write, read back; a result when the move is over."""
+        ...
+
+    def complete(self, item: Item[M, R], written: Written, waited: Waited) -> R:
+        """Phase two, once readiness is known (a make-before-break move removes its source)."""
+        ...
