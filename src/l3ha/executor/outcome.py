@@ -154,6 +154,16 @@ class PlanRun(Generic[R, U]):
     def exit_code(self) -> int:
         return 0 if self.ok else 1
 
+    def _summary(self, **details: object) -> dict[str, object]:
+        """The summary every kind shares around ``details`` (what its operator must read)."""
+        head: dict[str, object] = {
+            "action": self.action,
+            "operation": self.operation_id,
+            "dry_run": self.dry_run,
+        }
+        head |= {"seconds": round(self.seconds, 3), "counts": self.counts()}
+        return head | details | {"warnings": list(self.warnings)}
+
 
 @dataclass(frozen=True)
 class RunResult(PlanRun[MoveResult, Unplaceable]):
@@ -169,22 +179,16 @@ class RunResult(PlanRun[MoveResult, Unplaceable]):
 
     def summary(self) -> dict[str, object]:
         """Counts plus the details an operator must read (failed, pending, unhosted, unplaced)."""
-        return {
-            "action": self.action,
-            "operation": self.operation_id,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-            "counts": dict(self.counts()),
-            "failed": [_brief(r) for r in self.results if r.outcome in BAD_OUTCOMES],
-            "pending": [
+        return self._summary(
+            failed=[_brief(r) for r in self.results if r.outcome in BAD_OUTCOMES],
+            pending=[
                 {"router": r.router_id, "target": r.target, "ports": list(r.pending_ports)}
                 for r in self.with_outcome(MoveOutcome.PENDING)
             ],
-            "skipped": [_brief(r) for r in self.with_outcome(MoveOutcome.SKIPPED)],
-            "unhosted": [r.router_id for r in self.with_outcome(MoveOutcome.UNHOSTED)],
-            UNPLACED: [{"router": u.router_id, "reason": u.reason} for u in self.unplaced],
-            "warnings": list(self.warnings),
-        }
+            skipped=[_brief(r) for r in self.with_outcome(MoveOutcome.SKIPPED)],
+            unhosted=[r.router_id for r in self.with_outcome(MoveOutcome.UNHOSTED)],
+            unplaced=[{"router": u.router_id, "reason": u.reason} for u in self.unplaced],
+        )
 
     def summary_rows(self) -> list[dict[str, object]]:
         """One row per outcome with its count (``unplaced`` included), for the summary table."""
@@ -199,16 +203,10 @@ class DhcpRunResult(PlanRun[DhcpMoveResult, DhcpUnplaceable]):
     BAD = BAD_DHCP_OUTCOMES
 
     def summary(self) -> dict[str, object]:
-        return {
-            "action": self.action,
-            "operation": self.operation_id,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-            "counts": self.counts(),
-            "moves": [r.as_row() for r in self.results],
-            "unplaced": [{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
-            "warnings": list(self.warnings),
-        }
+        return self._summary(
+            moves=[r.as_row() for r in self.results],
+            unplaced=[{"network": u.network_id, "reason": u.reason} for u in self.unplaced],
+        )
 
 
 def _brief(result: MoveResult) -> dict[str, object]:

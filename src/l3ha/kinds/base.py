@@ -25,23 +25,19 @@ class KindMove(Protocol):
 
     @property
     def kind(self) -> Any: ...
-
     @property
     def source(self) -> str | None: ...
-
     @property
     def target(self) -> str | None: ...
 
 
 class KindResult(Protocol):
-    """How a move of any kind ended (a frozen dataclass with ``seconds``)."""
+    """How a move of any kind ended (a frozen dataclass with a ``seconds`` field too)."""
 
     @property
     def outcome(self) -> StrEnum: ...
-
     @property
     def reason(self) -> str: ...
-
     @property
     def target(self) -> str | None: ...
 
@@ -85,48 +81,33 @@ class Item(Generic[M, R]):
 
 
 class Kind(Protocol[M, R]):
-    """What one kind of placement does for the dispatcher; ``items`` is the run's every move,
-    in plan order (a kind may look at the earlier moves of the same object)."""
+    """What one kind of placement does for the dispatcher. ``items``: the run's every move in
+    plan order (a kind may look at the earlier moves of the same object)."""
 
+    # In thread names and logs ("router", "network"); the outcomes of a move gone wrong (a
+    # canary batch all bad stops the run); how the poller reads and judges what a move placed.
     @property
-    def name(self) -> str:
-        """In thread names and logs: "router", "network"."""
-        ...
-
+    def name(self) -> str: ...
     @property
-    def bad(self) -> frozenset[StrEnum]:
-        """Outcomes of a move gone wrong (a canary batch all bad stops the run)."""
-        ...
-
+    def bad(self) -> frozenset[StrEnum]: ...
     @property
-    def readiness(self) -> Readiness:
-        """How the poller reads and judges what a move placed."""
-        ...
+    def readiness(self) -> Readiness: ...
 
-    def object_id(self, move: M) -> str:
-        """The router, network, ... the move places (one move per object at a time)."""
-        ...
+    # The router, network, ... a move places (one move per object at a time).
+    def object_id(self, move: M) -> str: ...
 
-    def skipped(self, move: M, reason: str) -> R:
-        """The result of a move not started (``SKIPPED``)."""
-        ...
+    # The result of a move not started (SKIPPED), or of one that raised unexpectedly (FAILED).
+    def skipped(self, move: M, reason: str) -> R: ...
+    def failed(self, move: M, reason: str) -> R: ...
 
-    def failed(self, move: M, reason: str) -> R:
-        """The result of a move that raised unexpectedly (``FAILED``)."""
-        ...
+    # Why a move not started yet is no longer wanted (its source is back), else None.
+    def skip_unstarted(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> str | None: ...
 
-    def skip_unstarted(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> str | None:
-        """Why a move not started yet is no longer wanted (its source is back), else None."""
-        ...
+    # The canary batch is written: re-check what the later moves depend on.
+    def after_canary(self, later: Sequence[M]) -> None: ...
 
-    def after_canary(self, later: Sequence[M]) -> None:
-        """The canary batch is written: re-check what the later moves depend on."""
-        ...
+    # Phase one: re-check, journal, write, read back; a result when the move is over.
+    def write(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> R | Written: ...
 
-    def write(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> R | Written:
-        """Phase one: re-check, journal, write, read back; a result when the move is over."""
-        ...
-
-    def complete(self, item: Item[M, R], written: Written, waited: Waited) -> R:
-        """Phase two, once readiness is known (a make-before-break move removes its source)."""
-        ...
+    # Phase two, once readiness is known (a make-before-break move removes its source).
+    def complete(self, item: Item[M, R], written: Written, waited: Waited) -> R: ...
