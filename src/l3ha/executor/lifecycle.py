@@ -2,9 +2,9 @@
 guard (a write that fails stops the run starting moves), the caller's stop request, and
 how the run's operation is closed. I/O: journal.
 
-Both the router runner and the DHCP executor go through this, so that a journal
-that cannot be written, a daemon shutting down or losing leadership, and the end
-of a run mean the same for every kind:
+The one dispatcher (``l3ha.executor.dispatch``) goes through this for every kind,
+so that a journal that cannot be written, a daemon shutting down or losing
+leadership, and the end of a run mean the same for every kind:
 
 - a failed journal write is remembered; no further move starts (a move that
   cannot be journalled is not written blind) and the operation is left as it

@@ -1,5 +1,5 @@
 """Budgets for the executor: a per-target in-flight limit, the token bucket, and the
-admission of one run that both kinds' dispatchers share (``RunBudgets``). Pure.
+admission of one run that the dispatcher uses for every kind (``RunBudgets``). Pure.
 
 The token bucket lives in ``l3ha.tokenbucket`` (the cloud adapter paces API
 calls with one too) and is re-exported here. ``TargetSlots`` never blocks.
