@@ -38,6 +38,7 @@ from l3ha.kinds.base import Item, Kind, M, R, Waited, Written
 log = logging.getLogger(__name__)
 
 P = TypeVar("P", bound=PlanRun[Any, Any])
+T = TypeVar("T")
 #: Told after each move finishes: (moves finished, moves in the plan, the result).
 ProgressHook = Callable[[int, int, Any], None]
 CANARY_FAILED = "not started: every move of the canary batch failed"
@@ -190,12 +191,17 @@ class Dispatcher(Generic[M, R]):
 
     # --- one move ------------------------------------------------------------------
 
+    def _safely(self, item: Item[M, R], phase: Callable[[], T]) -> T | R:
+        """Run one phase of a move; a bug is logged and fails the move, never hangs the run."""
+        try:
+            return phase()
+        except Exception as exc:
+            log.exception("%s move %d failed unexpectedly", self.kind.name, item.move_id)
+            return self.kind.failed(item.move, f"unexpected error: {exc}")
+
     def _phase_one(self, item: Item[M, R]) -> None:
         try:
-            outcome = self.kind.write(item, self.items)
-        except Exception as exc:  # a bug: never leave it silent, never hang the run
-            log.exception("%s move %d failed unexpectedly", self.kind.name, item.move_id)
-            outcome = self.kind.failed(item.move, f"unexpected error: {exc}")
+            outcome = self._safely(item, lambda: self.kind.write(item, self.items))
         finally:
             self.budgets.written()
         if not isinstance(outcome, Written):
@@ -229,12 +235,7 @@ class Dispatcher(Generic[M, R]):
         self.pool.submit(self._phase_two, item, written, waited)
 
     def _phase_two(self, item: Item[M, R], written: Written, waited: Waited) -> None:
-        try:
-            result = self.kind.complete(item, written, waited)
-        except Exception as exc:  # a bug: never leave it silent, never hang the run
-            log.exception("%s move %d failed unexpectedly", self.kind.name, item.move_id)
-            result = self.kind.failed(item.move, f"unexpected error: {exc}")
-        self._finish(item, result)
+        self._finish(item, self._safely(item, lambda: self.kind.complete(item, written, waited)))
 
     def _finish(self, item: Item[M, R], result: R) -> None:
         """Record the outcome (journal first, outside the lock), free its budgets."""
