@@ -82,23 +82,19 @@ class RouterKind:
 
     def write(self, item: RouterItem, items: Sequence[RouterItem]) -> MoveResult | Written:
         move = item.move
+        error: object = None  # why the router may be dark now (then it is salvaged)
         candidates = candidate_list(move, self.fallbacks)
         try:
-            blocked = _blocked_by_earlier(item, items)
-            if blocked is not None:
-                return blocked
-            outcome = self.writer.perform(move, item.move_id, candidates)
+            outcome = _blocked_by_earlier(item, items) or self.writer.perform(
+                move, item.move_id, candidates
+            )
             if isinstance(outcome, MoveResult) and outcome.outcome is MoveOutcome.UNHOSTED:
-                outcome = salvage(
-                    self.writer,
-                    move,
-                    item.move_id,
-                    candidates,
-                    outcome.reason.removeprefix(NO_AGENT),
-                )
+                error = outcome.reason.removeprefix(NO_AGENT)
         except Exception as exc:  # a bug or an unexpected error: never leave it silent
             log.exception("move of router %s failed unexpectedly", move.router_id)
-            outcome = salvage(self.writer, move, item.move_id, candidates, exc)
+            error = exc
+        if error is not None:  # read the router back, re-bind it if it has no agent
+            outcome = salvage(self.writer, move, item.move_id, candidates, error)
         if isinstance(outcome, MoveResult) and outcome.outcome is MoveOutcome.UNHOSTED:
             log.error("router %s has NO agent: %s", move.router_id, outcome.reason)
         return outcome
