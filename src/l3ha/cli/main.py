@@ -4,7 +4,9 @@ I/O: reads argv, writes to stdout/stderr, and reads the journal (SQLite in the s
 directory) to note an operation a crash cut short. Every module in ``l3ha.cli`` that
 defines ``register(subparsers)`` contributes its commands; each command sets
 ``func`` (taking the parsed namespace, returning an exit code). Modules import
-heavy libraries inside their command functions, so ``l3ha --help`` stays fast.
+heavy libraries inside their command functions, and a cloud command's ``--os-*``
+options (openstacksdk's) are built only when that command runs or shows its help
+(``LazyOptionsParser``), so ``l3ha --help`` stays fast.
 """
 
 from __future__ import annotations
