@@ -1,6 +1,7 @@
 """Running the real ``openstack`` command (python-openstackclient, with l3ha's plugin
 installed through its entry points) and the real ``l3ha`` command as subprocesses,
-configured only by a temporary clouds.yaml and journal directory."""
+configured only by a temporary clouds.yaml and journal directory (``commands``: against
+the emulator a test module provides as its ``emulator`` fixture)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 
 CLI_TIMEOUT_S = 120
+#: The emulator's name in the clouds.yaml of the ``commands`` fixture.
+CLOUD = "l3ha-emulator"
 
 
 class Commands:
@@ -49,3 +52,10 @@ class Commands:
         done = self.openstack(*args, "-f", "json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
+
+
+@pytest.fixture
+def commands(emulator: Any, tmp_path: Path) -> Commands:
+    """The commands against the test module's ``emulator`` fixture."""
+    clouds = emulator.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
+    return Commands(clouds, CLOUD, tmp_path / "state")

@@ -15,9 +15,8 @@ import pytest
 from l3ha.emulator import Emulator
 from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 
-from .conftest import Commands
+from .conftest import CLOUD, Commands
 
-CLOUD = "l3ha-emulator"
 pytestmark = pytest.mark.slow
 
 
@@ -27,12 +26,6 @@ def emulator() -> Iterator[Emulator]:
     with emulated_cloud(Clocking.REAL, agents=3, routers=9, busy=1, seed=3, **FAST) as cloud:
         assert cloud.emulator is not None
         yield cloud.emulator
-
-
-@pytest.fixture
-def commands(emulator: Emulator, tmp_path: Path) -> Commands:
-    clouds = emulator.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-    return Commands(clouds, CLOUD, tmp_path / "state")
 
 
 def routers_by_host(emulator: Emulator) -> dict[str, int]:

@@ -3,7 +3,8 @@
 The server enforces its policy (see ``conftest``); l3ha runs as a subprocess through
 openstacksdk, as a user of project ``ops`` whose only role is ``l3ha``, never admin.
 It lists agents and routers (HA and tags included, which Neutron hides from
-non-admins by default) and drains and undrains an agent; a plain project member is
+non-admins by default), drains and undrains an agent, reads every project's DHCP
+networks and moves one between DHCP agents (``dhcp drain``); a plain project member is
 refused with one line and exit 2, and changes nothing; without the recipe the l3ha
 role is refused too.
 """
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -31,6 +35,25 @@ DOCS = Path(__file__).parents[2] / "docs" / "permissions.md"
 
 def l3ha(proxy: RoleProxy, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """One l3ha command against the proxy (clouds.yaml with auth_type none)."""
+    return subprocess.run(
+        [sys.executable, "-m", "l3ha.cli.main", *argv],
+        env=role_env(proxy, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def l3ha_started(proxy: RoleProxy, tmp_path: Path, *argv: str) -> subprocess.Popen[str]:
+    """``l3ha`` as in ``l3ha()``, left running."""
+    command = [sys.executable, "-m", "l3ha.cli.main", *argv]
+    env = role_env(proxy, tmp_path)
+    return subprocess.Popen(command, env=env, stdout=PIPE, stderr=PIPE, text=True)
+
+
+def role_env(proxy: RoleProxy, tmp_path: Path) -> dict[str, str]:
+    """The environment of an l3ha reaching the cloud through the proxy, and nothing else."""
     clouds = tmp_path / "clouds.yaml"
     clouds.write_text(
         f"clouds:\n  policed:\n    auth_type: none\n    network_endpoint_override: {proxy.url}\n",
@@ -43,14 +66,7 @@ def l3ha(proxy: RoleProxy, tmp_path: Path, *argv: str) -> subprocess.CompletedPr
         L3HA_STATE_DIR=str(tmp_path / "state"),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
     )
-    return subprocess.run(
-        [sys.executable, "-m", "l3ha.cli.main", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    return env
 
 
 def new_agent(admin: Api, host: str) -> str:
@@ -269,3 +285,69 @@ def test_a_read_only_recipe_serves_check_and_refuses_moves(
     assert drained.returncode == 1, drained.stdout + drained.stderr
     assert "rule:delete_l3-router is disallowed by policy" in drained.stdout  # the move failed
     assert "left enabled" in drained.stderr
+
+
+def dhcp_network(admin: Api, name: str, project: str, cidr: str) -> str:
+    """A network of ``project`` with a DHCP subnet, on no DHCP agent yet."""
+    body = {"name": name, "project_id": project, "provider:network_type": "flat"}
+    reply = admin.post("/v2.0/networks", {"network": {**body, "provider:physical_network": name}})
+    assert reply.status == 201, reply.text
+    network = str(reply.json()["network"]["id"])
+    subnet = {"network_id": network, "cidr": cidr, "ip_version": 4, "project_id": project}
+    reply = admin.post("/v2.0/subnets", {"subnet": subnet})
+    assert reply.status == 201, reply.text
+    for agent in dhcp_hosts(admin, network):  # whatever Neutron scheduled itself
+        assert admin.delete(f"/v2.0/agents/{agent}/dhcp-networks/{network}").status == 204
+    return network
+
+
+def dhcp_hosts(admin: Api, network: str) -> set[str]:
+    reply = admin.get(f"/v2.0/networks/{network}/dhcp-agents")
+    assert reply.status == 200, reply.text
+    return {agent["id"] for agent in reply.json()["agents"]}
+
+
+def serve_dhcp(server: NeutronServer, admin: Api, host: str, network: str) -> None:
+    """What the DHCP agent on ``host`` does for ``network``: set up its DHCP port (the RPC
+    handler), then report it ready, which makes it ACTIVE. The test server has no agents
+    and no mechanism driver to bind the port, so that status is written in its database."""
+    reply = admin.post(f"/_contract/hosts/{host}/dhcp-port", {"network_id": network})
+    assert reply.status == 200, reply.text
+    port = reply.json()["port"]["id"]
+    with sqlite3.connect(server.state_dir / "neutron.sqlite", timeout=30) as db:
+        db.execute("UPDATE ports SET status = 'ACTIVE' WHERE id = ?", (port,))
+
+
+def test_the_l3ha_role_moves_a_network_between_dhcp_agents_without_admin(
+    neutron_with_recipe: NeutronServer, admin: Api, tmp_path: Path
+) -> None:
+    """``l3ha dhcp drain`` as the role: create_dhcp-network on the target, get_dhcp-agents
+    (the read-back), get_port of the DHCP ports, delete_dhcp-network on the source."""
+    agents = {}
+    for host in ("role-dhcp-src", "role-dhcp-dst"):
+        reply = admin.post("/_contract/agents", {"host": host, "agent_type": "dhcp"})
+        assert reply.status == 201, reply.text
+        agents[host] = str(reply.json()["agent"]["id"])
+    network = dhcp_network(admin, "role-dhcp-move", "tenant-d", "10.78.0.0/24")
+    reply = admin.post(
+        f"/v2.0/agents/{agents['role-dhcp-src']}/dhcp-networks", {"network_id": network}
+    )
+    assert reply.status == 201, reply.text
+    serve_dhcp(neutron_with_recipe, admin, "role-dhcp-src", network)
+
+    with RoleProxy(neutron_with_recipe.url, "ops", ["l3ha"]) as proxy:
+        argv = ["dhcp", "drain", "role-dhcp-src", "--to", "role-dhcp-dst", "-f", "json"]
+        drain = l3ha_started(proxy, tmp_path, *argv, "--port-timeout", "90")
+        deadline = time.monotonic() + 90
+        while agents["role-dhcp-dst"] not in dhcp_hosts(admin, network):  # the role's add
+            assert drain.poll() is None and time.monotonic() < deadline, "no add on the target"
+            time.sleep(0.2)
+        serve_dhcp(neutron_with_recipe, admin, "role-dhcp-dst", network)
+        out, err = drain.communicate(timeout=180)
+    assert drain.returncode == 0, out + err
+    assert dhcp_hosts(admin, network) == {agents["role-dhcp-dst"]}  # the role's remove
+    assert admin.agent(agents["role-dhcp-src"])["admin_state_up"] is False
+    summary = json.loads(out)
+    assert summary["exit_code"] == 0 and summary["problems"] == [], out
+    (run,) = summary["runs"]
+    assert network in json.dumps(run) and '"moved"' in json.dumps(run), out

@@ -4,7 +4,10 @@
   ``--os-auth-url``, ``--os-region-name``, ``--insecure``, ``--os-cacert``, ``--timeout`` ...,
   registered by openstacksdk: ``l3ha.cloud.options``), ``--api-timeout``, ``--api-rate`` and
   the weight options ``--weights``, ``--busy-weight``,
-  ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``).
+  ``--busy-threshold`` (and the measured ones of ``l3ha.cli.weighing``). On a
+  ``LazyOptionsParser`` the ``openstack`` options are added only when that command runs or
+  shows its help (building them imports openstacksdk: ~0.4 s that ``l3ha --help`` and the
+  commands that never reach a cloud do without).
 - ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
 - ``load_weight_policy``, ``open_cloud``, ``read_world``, ``read_weighed_world``: turn those
   options into a ``WeightPolicy``, a ``Cloud``, a ``Snapshot`` (with its measured weights).
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +69,48 @@ def _group_usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+class LazyOptionsParser(argparse.ArgumentParser):
+    """An ArgumentParser that adds the options queued by ``when_invoked`` just before it
+    first parses or formats its help or usage, so only the command being run builds them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def when_invoked(self, hook: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Run ``hook(self)`` before this parser's first parse or help."""
+        self._pending.append(hook)
+
+    def complete(self) -> argparse.ArgumentParser:
+        """Add every queued option now; return the parser."""
+        pending, self._pending = self._pending, []
+        for hook in pending:
+            hook(self)
+        return self
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, once the queued options are in."""
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        """As argparse's, once the queued options are in."""
+        self.complete()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        """As argparse's, once the queued options are in."""
+        self.complete()
+        return super().format_usage()
+
+
+def completed(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with every option it has when its command runs (``LazyOptionsParser``)."""
+    return parser.complete() if isinstance(parser, LazyOptionsParser) else parser
+
+
 def add_cloud_options(
     parser: argparse.ArgumentParser,
     weights: bool = True,
@@ -76,13 +121,11 @@ def add_cloud_options(
     ``api_rate_default``: ``--api-rate`` when not given (``None``: the caller
     decides later, as ``l3ha watch`` does from its configuration).
     """
-    from l3ha.cloud.options import cloud_option_actions
-
     cloud = parser.add_argument_group("cloud")
-    taken = parser._option_string_actions
-    for action in cloud_option_actions():
-        if not any(flag in taken for flag in action.option_strings):
-            cloud._add_action(action)
+    if isinstance(parser, LazyOptionsParser):
+        parser.when_invoked(lambda invoked: _add_openstack_options(invoked, cloud))
+    else:
+        _add_openstack_options(parser, cloud)
     cloud.add_argument(
         "--api-timeout",
         type=positive_float,
@@ -101,6 +144,16 @@ def add_cloud_options(
     )
     if weights:
         add_weight_options(parser)
+
+
+def _add_openstack_options(parser: argparse.ArgumentParser, group: argparse._ArgumentGroup) -> None:
+    """The ``openstack`` client's options into ``group``, less those the command has itself."""
+    from l3ha.cloud.options import cloud_option_actions
+
+    taken = parser._option_string_actions
+    for action in cloud_option_actions():
+        if not any(flag in taken for flag in action.option_strings):
+            group._add_action(action)
 
 
 def add_weight_options(parser: argparse.ArgumentParser) -> None:

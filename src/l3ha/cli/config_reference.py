@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from oslo_config import cfg
 
+from l3ha.cli.common import completed
 from l3ha.daemon.settings import DEFAULT_CONFIG_FILE, flag_name, list_opts
 
 #: Commands that read the configuration file; every other command is "one-shot".
@@ -129,7 +130,7 @@ def one_shot_flags(parser: argparse.ArgumentParser) -> dict[str, dict[str, str]]
     for command, sub in _commands(parser, ""):
         if command in FILE_READERS or command.split()[0] in NOT_OPERATING:
             continue
-        for action in sub._actions:
+        for action in completed(sub)._actions:  # with the openstack client's options
             for flag in action.option_strings:
                 if flag.startswith("--"):
                     found.setdefault(flag, {})[command] = _shown_default(action)

@@ -4,7 +4,9 @@ I/O: reads argv, writes to stdout/stderr, and reads the journal (SQLite in the s
 directory) to note an operation a crash cut short. Every module in ``l3ha.cli`` that
 defines ``register(subparsers)`` contributes its commands; each command sets
 ``func`` (taking the parsed namespace, returning an exit code). Modules import
-heavy libraries inside their command functions, so ``l3ha --help`` stays fast.
+heavy libraries inside their command functions, and a cloud command's ``--os-*``
+options (openstacksdk's) are built only when that command runs or shows its help
+(``LazyOptionsParser``), so ``l3ha --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from typing import Any
 
 import l3ha.cli
 from l3ha import __version__
+from l3ha.cli.common import LazyOptionsParser
 from l3ha.errors import L3haError
 
 PROG = "l3ha"
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineErrors(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line and exit 2 (a command may choose
     another code: ``usage_error_code`` on its parser and in its defaults)."""
 
@@ -45,6 +48,10 @@ class _Parser(argparse.ArgumentParser):
             code = getattr(parsed, "usage_error_code", self.usage_error_code)
             self._fail(f"unrecognized arguments: {' '.join(extras)}", code)
         return parsed
+
+
+class _Parser(OneLineErrors, LazyOptionsParser):
+    """l3ha's parsers: one-line usage errors; costly options only on the command run."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _notice_interrupted(state_dir: str | None) -> None:
-    """Say so when the journal holds an operation a crash cut short."""
+def notice_interrupted(state_dir: str | None, prog: str = PROG) -> None:
+    """Say so when the journal holds an operation a crash cut short (``prog``: the command
+    the note tells to run, ``openstack l3ha`` in the ``openstack`` client)."""
     import sqlite3
     from pathlib import Path
 
@@ -92,8 +100,8 @@ def _notice_interrupted(state_dir: str | None) -> None:
     for op in ops:
         command = "dhcp repair" if op.kind.startswith("dhcp-") else "repair"
         sys.stderr.write(
-            f"{PROG}: note: operation {op.id} ({op.kind}, started {op.started}) was interrupted; "
-            f"'{PROG} {command}' finishes it from the cloud's actual state\n"
+            f"{prog}: note: operation {op.id} ({op.kind}, started {op.started}) was interrupted; "
+            f"'{prog} {command}' finishes it from the cloud's actual state\n"
         )
 
 
@@ -121,7 +129,7 @@ def _run_command(argv: Sequence[str] | None) -> int:
         return 2
     try:
         if not getattr(args, "finishes_interrupted", False):
-            _notice_interrupted(getattr(args, "state_dir", None))
+            notice_interrupted(getattr(args, "state_dir", None))
         code = func(args)
     except L3haError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")

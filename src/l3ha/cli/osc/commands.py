@@ -2,10 +2,13 @@
 client. I/O: whatever the l3ha command does (reads and changes the cloud, prints).
 
 Each command takes the options of the l3ha command of the same name (from l3ha's own
-parser, less the cloud options the ``openstack`` client already has: ``--os-*``,
-``--insecure``, ``--timeout`` ...), and runs the same handler with the ``openstack``
-client's authenticated SDK connection; so the flow, the output formats and the exit
-codes are l3ha's. An l3ha error is one line on stderr and the command's exit code.
+parser, which adds the cloud options the ``openstack`` client already has, ``--os-*``,
+``--insecure``, ``--timeout`` ..., only to a command ``l3ha`` itself runs), and runs the
+same handler with the ``openstack`` client's authenticated SDK connection; so the flow,
+the output formats and the exit codes are l3ha's. A usage error (a bad option, a bad
+value) and an l3ha error (an unknown agent, an ambiguous name ...) are one line on stderr
+and the exit code ``l3ha`` gives; an interrupted operation in the journal gets the note
+``l3ha`` prints.
 """
 
 from __future__ import annotations
@@ -15,16 +18,22 @@ import functools
 import sys
 from typing import Any
 
+from cliff import _argparse
 from cliff.command import Command
 
 from l3ha.cli.common import CONNECTION_ATTR
+from l3ha.cli.main import OneLineErrors, build_parser, notice_interrupted
 from l3ha.errors import L3haError
+
+PROG = "openstack l3ha"
+
+
+class _Parser(OneLineErrors, _argparse.ArgumentParser):
+    """cliff's parser of a command, with l3ha's one-line usage errors and exit codes."""
 
 
 @functools.cache
 def _l3ha_parser() -> argparse.ArgumentParser:
-    from l3ha.cli.main import build_parser
-
     return build_parser()
 
 
@@ -37,21 +46,13 @@ def l3ha_subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:
     return parser
 
 
-def _openstack_dests() -> set[str]:
-    from l3ha.cloud.options import cloud_option_actions
-
-    return {action.dest for action in cloud_option_actions()}
-
-
 def copy_arguments(source: argparse.ArgumentParser, target: argparse.ArgumentParser) -> None:
-    """Add ``source``'s arguments (less help and the ``openstack`` client's own) to ``target``."""
-    skip = _openstack_dests()
+    """Add ``source``'s arguments (less help) to ``target``.
+
+    ``source`` is never parsed, so it lacks the ``openstack`` client's options that l3ha's
+    parsers add to the command being run: the ``openstack`` client has its own."""
     for group in source._action_groups:
-        wanted = [
-            a
-            for a in group._group_actions
-            if a.dest not in skip and not isinstance(a, argparse._HelpAction)
-        ]
+        wanted = [a for a in group._group_actions if not isinstance(a, argparse._HelpAction)]
         if not wanted:
             continue
         existing = {g.title: g for g in target._action_groups}
@@ -72,6 +73,9 @@ class L3haCommand(Command):
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         source = l3ha_subparser(self.path)
         parser = super().get_parser(prog_name)
+        parser.__class__ = _Parser  # cliff builds it; l3ha's usage errors are one line
+        code = getattr(source, "usage_error_code", _Parser.usage_error_code)
+        setattr(parser, "usage_error_code", code)  # noqa: B010 (mypy sees cliff's class)
         parser.description = source.description
         copy_arguments(source, parser)
         return parser
@@ -82,10 +86,15 @@ class L3haCommand(Command):
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         setattr(parsed_args, CONNECTION_ATTR, self._connection)
         try:
+            if not getattr(parsed_args, "finishes_interrupted", False):
+                notice_interrupted(getattr(parsed_args, "state_dir", None), PROG)
             return int(parsed_args.func(parsed_args) or 0)
         except L3haError as exc:
-            sys.stderr.write(f"openstack l3ha: error: {exc}\n")
+            sys.stderr.write(f"{PROG}: error: {exc}\n")
             return exc.exit_code
+        except KeyboardInterrupt as exc:  # how far it got and what to run next, as l3ha says
+            sys.stderr.write(f"{PROG}: {str(exc) or 'interrupted'}\n")
+            return 130
 
     def _connection(self) -> Any:
         app: Any = self.app  # the openstack client's (osc-lib) app has a client manager
