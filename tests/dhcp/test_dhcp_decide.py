@@ -8,7 +8,7 @@ from l3ha.dhcp_model import DhcpBinding, DhcpSnapshot, Network
 from l3ha.hastate.audit import Severity
 from l3ha.health import Verdict
 from l3ha.model import Agent
-from l3ha.operations.dhcp import DhcpAction
+from l3ha.operations.request import DhcpAction
 
 AGENTS = tuple(Agent(f"d{i}", f"net-{i}") for i in range(1, 4))
 

@@ -157,7 +157,8 @@ def _run_action(args: argparse.Namespace) -> int:
     from l3ha.cli.actions import _journal_exists, _say, executor_options, open_journal
     from l3ha.clock import SystemClock
     from l3ha.cloud.dhcp import NeutronDhcp
-    from l3ha.operations.dhcp import DhcpAction, DhcpContext, DhcpRequest, run_dhcp_action
+    from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
+    from l3ha.operations.request import DhcpAction, DhcpRequest
 
     request = DhcpRequest(
         action=DhcpAction(f"dhcp-{args.dhcp_action}"),

@@ -20,8 +20,7 @@ from dataclasses import dataclass, replace
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
-from l3ha.operations import Action
-from l3ha.operations.dhcp import DhcpAction
+from l3ha.operations.request import Action, DhcpAction
 
 
 @dataclass(frozen=True, slots=True)

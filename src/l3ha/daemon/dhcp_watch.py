@@ -40,7 +40,8 @@ from l3ha.health import (
 )
 from l3ha.journal import Journal
 from l3ha.model import Halt
-from l3ha.operations.dhcp import DhcpContext, DhcpRequest, DhcpResult, run_dhcp_action
+from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
+from l3ha.operations.request import DhcpRequest
 
 #: Outcomes that did not start a move (they cost no budget).
 _NOT_STARTED = frozenset({DhcpOutcome.SKIPPED, DhcpOutcome.PLANNED})

@@ -15,14 +15,13 @@ a restored host's networks to it) call this. Gates raise
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK, DhcpMove, DhcpPlan, DhcpSnapshot, usable
+from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult, ExecutorOptions
+from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
@@ -30,7 +29,7 @@ from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import Notify, log_notice
 from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
-from l3ha.operations.request import DRAIN_MARK
+from l3ha.operations.request import DRAIN_MARK, DhcpAction, DhcpRequest
 from l3ha.planner.dhcp import (
     DhcpPolicy,
     plan_dhcp_drain,
@@ -38,38 +37,6 @@ from l3ha.planner.dhcp import (
     plan_dhcp_repair,
     plan_dhcp_return,
 )
-
-
-class DhcpAction(StrEnum):
-    """The DHCP actions."""
-
-    EVACUATE = "dhcp-evacuate"
-    DRAIN = "dhcp-drain"
-    UNDRAIN = "dhcp-undrain"
-    REPAIR = "dhcp-repair"
-    RETURN = "dhcp-return"
-
-
-@dataclass(frozen=True)
-class DhcpRequest:
-    """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
-    fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
-    back to ``agent``)."""
-
-    action: DhcpAction
-    agent: str | None = None
-    to: tuple[str, ...] = ()
-    agents_per_network: int = DEFAULT_AGENTS_PER_NETWORK
-    trim: bool = False
-    force: bool = False
-    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
-    move_budget: int | None = None
-    networks: tuple[str, ...] = ()
-    journal_args: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
 
 @dataclass

@@ -5,17 +5,25 @@ rolling maintenance decides before an action runs: which action, on which
 agent or routers, where routers may go, how the executor runs (dry run
 included) and whether the safety gates may be overridden. An
 ``ActionResult`` is the ordered list of what happened (plans executed,
-agent changes made) and the exit code the command line uses.
+agent changes made) and the exit code the command line uses. ``DhcpAction`` and
+``DhcpRequest`` are the same for DHCP agents and their networks. The daemon's
+decisions name these actions without importing the operations that run them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from l3ha.executor import AgentChangeOutcome, AgentChangeResult, ExecutorOptions, RunResult
+from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import RunResult
 from l3ha.model import Plan, Snapshot
 from l3ha.weights import WeightPolicy
+
+if TYPE_CHECKING:  # the agent changer does I/O; only its result's type is needed here
+    from l3ha.executor.agents import AgentChangeResult
 
 
 class Action(StrEnum):
@@ -28,6 +36,16 @@ class Action(StrEnum):
     REBALANCE = "rebalance"
     REPAIR = "repair"
     HA_REPAIR = "ha-repair"
+
+
+class DhcpAction(StrEnum):
+    """The DHCP actions."""
+
+    EVACUATE = "dhcp-evacuate"
+    DRAIN = "dhcp-drain"
+    UNDRAIN = "dhcp-undrain"
+    REPAIR = "dhcp-repair"
+    RETURN = "dhcp-return"
 
 
 #: Actions ``l3ha plan`` can plan offline.
@@ -105,7 +123,7 @@ class AgentChanged:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.result.outcome is not AgentChangeOutcome.FAILED else 1
+        return 0 if self.result.ok else 1
 
 
 Step = Executed | AgentChanged
@@ -135,3 +153,25 @@ class ActionResult:
     @property
     def runs(self) -> tuple[RunResult, ...]:
         return tuple(s.run for s in self.steps if isinstance(s, Executed))
+
+
+@dataclass(frozen=True)
+class DhcpRequest:
+    """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
+    fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
+    back to ``agent``)."""
+
+    action: DhcpAction
+    agent: str | None = None
+    to: tuple[str, ...] = ()
+    agents_per_network: int = DEFAULT_AGENTS_PER_NETWORK
+    trim: bool = False
+    force: bool = False
+    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
+    move_budget: int | None = None
+    networks: tuple[str, ...] = ()
+    journal_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def dry_run(self) -> bool:
+        return self.execution.dry_run

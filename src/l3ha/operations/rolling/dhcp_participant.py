@@ -24,13 +24,8 @@ from l3ha.executor import AgentChange
 from l3ha.executor.dhcp import DhcpOutcome
 from l3ha.executor.dhcp_steps import change_dhcp_agent
 from l3ha.model import Agent
-from l3ha.operations.dhcp import (
-    DhcpAction,
-    DhcpContext,
-    DhcpRequest,
-    DhcpResult,
-    run_dhcp_action,
-)
+from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
+from l3ha.operations.request import DhcpAction, DhcpRequest
 from l3ha.operations.rolling.participants import CANARY_MARK, RunContext, StepResult
 
 #: Outcomes by which a network left (or came to) an agent.
