@@ -25,6 +25,7 @@ from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
+from l3ha.journal.history import NAMES
 from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import Notify, log_notice
@@ -254,12 +255,24 @@ def _execute(
             "command": request.action.value,
             "agent": request.agent,
             **dict(request.journal_args),
+            NAMES: recorded_network_names(snapshot, plan.moves),
         },
         should_stop=ctx.should_stop,
     )
     if plan.unplaceable and not request.dry_run:
         ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
     return DhcpExecuted(plan, snapshot, run)
+
+
+def recorded_network_names(snapshot: DhcpSnapshot, moves: Sequence[DhcpMove]) -> dict[str, str]:
+    """What a DHCP operation records as its ``names`` (as a router operation does): every
+    DHCP agent's host, and the name of every network it moves that has one."""
+    names = {agent.id: agent.host for agent in snapshot.agents}
+    for move in moves:
+        network = snapshot.networks_by_id.get(move.network_id)
+        if network is not None and network.name:
+            names[move.network_id] = network.name
+    return names
 
 
 def fallback_targets(
