@@ -254,7 +254,7 @@ class DhcpKind(_Kind):
             move_budget=ask.budget,
         )
         result = run_dhcp_action(ctx, request)
-        runs = [e.run for e in result.runs]
+        runs = [e.run for e in result.executed]
         return Ran(
             result.exit_code,
             tuple(r.outcome.value for run in runs for r in run.results),

@@ -184,7 +184,7 @@ def _print_result(result: DhcpResult, fmt: str) -> None:
         emit_document(
             {
                 "action": result.action.value,
-                "runs": [e.run.summary() for e in result.runs],
+                "runs": [e.run.summary() for e in result.executed],
                 "agent_changes": [
                     {"agent": c.change.host, "outcome": c.outcome.value, "detail": c.detail}
                     for c in result.changes
@@ -195,7 +195,7 @@ def _print_result(result: DhcpResult, fmt: str) -> None:
             fmt,
         )
         return
-    for executed in result.runs:
+    for executed in result.executed:
         _print_run(executed)
     for change in result.changes:
         verb = "enable" if change.change.admin_state_up else "disable"

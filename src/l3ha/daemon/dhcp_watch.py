@@ -211,7 +211,7 @@ class DhcpWatch:
             event("dhcp_action_error", logging.ERROR, action=decision.action.value, error=str(exc))
             return replace(done, error=str(exc))
         started = 0
-        for executed in result.runs:
+        for executed in result.executed:
             for move in executed.run.results:
                 started += move.outcome not in _NOT_STARTED
                 event(
@@ -234,7 +234,7 @@ def dhcp_moved_counts(cycle: DhcpCycle) -> dict[tuple[str, str], int]:
     """DHCP moves per (action, outcome), for the metrics."""
     counts: dict[tuple[str, str], int] = {}
     for decision, result in cycle.results:
-        for executed in result.runs:
+        for executed in result.executed:
             for move in executed.run.results:
                 key = (decision.action.value, move.outcome.value)
                 counts[key] = counts.get(key, 0) + 1

@@ -208,7 +208,13 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         steps.append(_execute(ctx, again, world, make_plan(again, world)))
         return ActionResult(request.action, tuple(steps))
     refill = rebalance(ctx, again)
-    return replace(refill, action=request.action, steps=(*steps, *refill.steps))
+    return ActionResult(
+        request.action,
+        (*steps, *refill.steps),
+        refill.problems,
+        refill.recovered_ok,
+        refill.follow_up_code,
+    )
 
 
 # --- the shared flow ---------------------------------------------------------

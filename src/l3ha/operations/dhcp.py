@@ -21,7 +21,7 @@ from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
+from l3ha.executor import AgentChange, AgentChangeOutcome
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
@@ -30,7 +30,14 @@ from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import Notify, log_notice
 from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
-from l3ha.operations.request import DRAIN_MARK, DhcpAction, DhcpRequest
+from l3ha.operations.request import (
+    DRAIN_MARK,
+    AgentChanged,
+    DhcpAction,
+    DhcpRequest,
+    OperationResult,
+    PlanExecuted,
+)
 from l3ha.planner.dhcp import (
     DhcpPolicy,
     plan_dhcp_drain,
@@ -55,29 +62,12 @@ class DhcpContext:
         return self.observer() if self.observer is not None else self.cloud.read_dhcp_snapshot()
 
 
-@dataclass(frozen=True)
-class DhcpExecuted:
-    """A plan made on ``snapshot`` and what the executor did with it."""
-
-    plan: DhcpPlan
-    snapshot: DhcpSnapshot
-    run: DhcpRunResult
+class DhcpExecuted(PlanExecuted[DhcpPlan, DhcpSnapshot, DhcpRunResult]):
+    """A DHCP plan and its run."""
 
 
-@dataclass(frozen=True)
-class DhcpResult:
-    """Everything one DHCP action did, in order, and its exit code (0 done, 1 not)."""
-
-    action: DhcpAction
-    runs: tuple[DhcpExecuted, ...] = ()
-    changes: tuple[AgentChangeResult, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        bad_run = any(not e.run.ok for e in self.runs)  # a dry run: networks unplaced
-        bad_change = any(c.outcome is AgentChangeOutcome.FAILED for c in self.changes)
-        return 1 if bad_run or bad_change or self.problems else 0
+class DhcpResult(OperationResult[DhcpAction, DhcpExecuted]):
+    """What one DHCP action did, in order, and its exit code (0 done, 1 not)."""
 
 
 def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
@@ -134,18 +124,18 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
             )
             return DhcpResult(request.action, (first,), problems=("agent left enabled",))
         planned = change_dhcp_agent(ctx.cloud, None, ctx.clock, change, dry_run=True, current=agent)
-        return DhcpResult(request.action, (first,), (planned,))
-    runs = [first]
+        return DhcpResult(request.action, (first, AgentChanged(planned)))
+    runs: list[DhcpExecuted | AgentChanged] = [first]
     for _ in range(DRAIN_PASSES - 1):  # again while networks arrive on the agent
         again = ctx.observe()
         left = again.networks_of_agent(agent.id)
-        if not runs[-1].run.ok or not left:
+        if first.exit_code != 0 or not left:
             break
         ctx.notify(f"{len(left)} network(s) arrived on DHCP agent {agent.host} while it drained")
-        runs.append(_execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy)))
-    first = runs[-1]
+        first = _execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy))
+        runs.append(first)
     problems = _verify(ctx, first, agent)
-    if problems or not first.run.ok:
+    if problems or first.exit_code != 0:
         ctx.notify(
             f"DHCP agent {agent.host} left enabled: networks are still on it (a disabled "
             "agent drops its networks); fix the cause and drain again"
@@ -154,15 +144,16 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     disabled = change_dhcp_agent(
         ctx.cloud, ctx.journal, ctx.clock, change, dry_run=False, current=agent
     )
+    runs.append(AgentChanged(disabled))
     if not disabled.ok:
         ctx.notify(f"DHCP agent {agent.host} could not be disabled: {disabled.detail}")
-        return DhcpResult(request.action, tuple(runs), (disabled,))
+        return DhcpResult(request.action, tuple(runs))
     ctx.notify(f"DHCP agent {agent.host} disabled")
     late = ctx.observe()
     if late.networks_of_agent(agent.id):
         ctx.notify(f"{len(late.networks_of_agent(agent.id))} network(s) landed meanwhile")
         runs.append(_execute(ctx, request, late, plan_dhcp_drain(late, agent.id, policy)))
-    return DhcpResult(request.action, tuple(runs), (disabled,))
+    return DhcpResult(request.action, tuple(runs))
 
 
 def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
@@ -181,7 +172,7 @@ def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     )
     if result.outcome is AgentChangeOutcome.DONE:
         ctx.notify(f"DHCP agent {agent.host} enabled")
-    return DhcpResult(request.action, (), (result,))
+    return DhcpResult(request.action, (AgentChanged(result),))
 
 
 def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:

@@ -12,13 +12,14 @@ decisions name these actions without importing the operations that run them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
 from l3ha.executor.options import ExecutorOptions
-from l3ha.executor.outcome import RunResult
+from l3ha.executor.outcome import PlanRun, RunResult
 from l3ha.model import Plan, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -98,21 +99,38 @@ class ActionRequest:
         return self.execution.dry_run
 
 
-@dataclass(frozen=True)
-class Executed:
-    """A plan made on ``snapshot`` and what the executor did with it (dry run: PLANNED)."""
+class _Plan(Protocol):
+    @property
+    def unplaceable(self) -> Sequence[object]: ...
 
-    plan: Plan
-    snapshot: Snapshot
-    run: RunResult
+
+P = TypeVar("P", bound=_Plan)
+S = TypeVar("S")
+R = TypeVar("R", bound="PlanRun[Any, Any]")
+A = TypeVar("A", bound=StrEnum)
+E = TypeVar("E", bound="PlanExecuted[Any, Any, Any]")
+
+
+@dataclass(frozen=True)
+class PlanExecuted(Generic[P, S, R]):
+    """A plan made on ``snapshot`` and what the executor did with it (dry run: PLANNED),
+    for every kind of placement."""
+
+    plan: P
+    snapshot: S
+    run: R
 
     @property
     def exit_code(self) -> int:
-        """1 when a move failed or a router could not be placed; a dry run, whose moves are
-        only planned, ends as the real run would for the routers it cannot place."""
+        """1 when a move failed or an object could not be placed; a dry run, whose moves are
+        only planned, ends as the real run would for the objects it cannot place."""
         if self.run.dry_run:
             return 1 if self.plan.unplaceable else 0
         return max(self.run.exit_code, 1 if self.plan.unplaceable else 0)
+
+
+class Executed(PlanExecuted[Plan, Snapshot, RunResult]):
+    """A router plan and its run."""
 
 
 @dataclass(frozen=True)
@@ -130,15 +148,16 @@ Step = Executed | AgentChanged
 
 
 @dataclass(frozen=True)
-class ActionResult:
-    """Everything one action did, in order, and its exit code.
+class OperationResult(Generic[A, E]):
+    """Everything one action did, in order (plans run, agent changes), and its exit code,
+    for every kind of placement.
 
-    Exit codes: 0 all done, 1 some moves failed, a router is unhosted or
+    Exit codes: 0 all done, 1 some moves failed, an object is unhosted or
     unplaced, or the action could not finish (``problems`` says why).
     """
 
-    action: Action
-    steps: tuple[Step, ...] = ()
+    action: A
+    steps: tuple[E | AgentChanged, ...] = ()
     problems: tuple[str, ...] = ()
     recovered_ok: bool = True
     follow_up_code: int = 0
@@ -151,8 +170,22 @@ class ActionResult:
         return max(codes, default=0)
 
     @property
+    def executed(self) -> tuple[E, ...]:
+        """The plans run, in order."""
+        return tuple(s for s in self.steps if not isinstance(s, AgentChanged))
+
+    @property
+    def changes(self) -> tuple[AgentChangeResult, ...]:
+        """The agent changes made, in order."""
+        return tuple(s.result for s in self.steps if isinstance(s, AgentChanged))
+
+
+class ActionResult(OperationResult[Action, Executed]):
+    """What one router action did."""
+
+    @property
     def runs(self) -> tuple[RunResult, ...]:
-        return tuple(s.run for s in self.steps if isinstance(s, Executed))
+        return tuple(e.run for e in self.executed)
 
 
 @dataclass(frozen=True)
