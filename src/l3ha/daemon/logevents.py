@@ -1,6 +1,10 @@
 """Structured log events of the daemon: one event per decision, with its reason. I/O: logging.
 
-``event(name, **fields)`` logs through the ``l3ha.watch`` logger;
+``event(name, **fields)`` logs through the ``l3ha.watch`` logger. An event
+about an agent or an object names it twice: its id (the field itself) and its
+name beside it (``named``: ``agent``/``agent_host``, ``network``/``network_name``),
+so a reader needs no second lookup and a program keeps the id (a verdict
+event's ``agent`` is the host, as it always was, with ``agent_id`` beside it).
 ``configure(fmt)`` installs a handler on stderr that writes each record as
 text (``2026-12-01T10:00:00Z INFO evacuate agent=net-3 reason=...``) or as
 one JSON object per line (``--log-format json``), fields included.
@@ -11,17 +15,35 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TextIO
+
+from l3ha.dhcp_model import DhcpSnapshot
+from l3ha.model import Snapshot
 
 log = logging.getLogger("l3ha.watch")
 
 _FIELDS = "l3ha_fields"
 
 
-def event(name: str, level: int = logging.INFO, **fields: object) -> None:
+def event(name: str, level: int = logging.INFO, /, **fields: object) -> None:
     """Log one event with its fields."""
     log.log(level, "%s", name, extra={_FIELDS: fields})
+
+
+def named(
+    field: str, object_id: str | None, names: Mapping[str, str], suffix: str = "host"
+) -> dict[str, object]:
+    """The fields that name one thing of an event: ``field`` its id, ``field_suffix`` its
+    name (a host, a router's or network's name; "" when unknown)."""
+    name = names.get(object_id, "") if object_id else ""
+    return {field: object_id, f"{field}_{suffix}": name}
+
+
+def host_names(snapshot: Snapshot | DhcpSnapshot | None) -> dict[str, str]:
+    """Agent id -> host, from any kind's snapshot (none: nothing known)."""
+    return {a.id: a.host for a in snapshot.agents} if snapshot is not None else {}
 
 
 def _timestamp(record: logging.LogRecord) -> str:

@@ -316,6 +316,7 @@ class Watcher:
                         "verdict",
                         logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
                         agent=hosts.get(agent_id, agent_id),
+                        agent_id=agent_id,
                         verdict=verdict.value,
                         was=before.value if before else None,
                     )
