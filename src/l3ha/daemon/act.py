@@ -162,14 +162,3 @@ def _touched(result: ActionResult) -> set[str]:
         for move in run.results:
             touched.update(a for a in (move.move.source, move.move.target, move.target) if a)
     return touched
-
-
-def moved_counts(acted: Acted) -> dict[tuple[str, str], int]:
-    """Moves per (action, outcome), for the metrics."""
-    counts: dict[tuple[str, str], int] = {}
-    for decision, result in acted.results:
-        for run in result.runs:
-            for move in run.results:
-                key = (decision.action.value, move.outcome.value)
-                counts[key] = counts.get(key, 0) + 1
-    return counts

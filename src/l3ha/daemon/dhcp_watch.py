@@ -23,14 +23,13 @@ from dataclasses import dataclass, field, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.daemon.decide import DhcpDecision, decide_dhcp, overlay_dhcp, targets
-from l3ha.daemon.logevents import event, host_names, named
+from l3ha.daemon.decide import DhcpDecision, decide_dhcp, overlay, targets
+from l3ha.daemon.logevents import event, host_names, log_verdict_changes, named
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.dhcp import DhcpMoveResult, DhcpOutcome
 from l3ha.health import (
-    CALM_VERDICTS,
     HealthPolicy,
     HealthState,
     Verdict,
@@ -103,7 +102,7 @@ class DhcpWatch:
         counts = self._network_counts()
         judged = verdicts(self.state, agents, now, self.policy, counts)
         changed = any(self.previous.get(a) is not v for a, v in judged.items())
-        self._report_verdicts(judged, {a.id: a.host for a in agents})
+        log_verdict_changes("dhcp_verdict", judged, self.previous, {a.id: a.host for a in agents})
         self.previous = dict(judged)
         halts = tuple(fleet_halts(self.state, judged, now, self.policy))
         self._report_halts(halts)
@@ -140,19 +139,6 @@ class DhcpWatch:
         if self._halts and not keys:
             event("dhcp_resumed", reason="every DHCP gate has cleared")
         self._halts = set(keys)
-
-    def _report_verdicts(self, judged: dict[str, Verdict], hosts: dict[str, str]) -> None:
-        for agent_id, verdict in sorted(judged.items()):
-            before = self.previous.get(agent_id)
-            if before is not verdict:
-                event(
-                    "dhcp_verdict",
-                    logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
-                    agent=hosts.get(agent_id, agent_id),
-                    agent_id=agent_id,
-                    verdict=verdict.value,
-                    was=before.value if before else None,
-                )
 
     def _act(
         self,
@@ -199,7 +185,7 @@ class DhcpWatch:
             self.journal,
             self.clock,
             notify=lambda text: event("notice", message=text),
-            observer=lambda: overlay_dhcp(self.cloud.read_dhcp_snapshot(), judged),
+            observer=lambda: overlay(self.cloud.read_dhcp_snapshot(), judged),
             should_stop=should_stop,
         )
         event("dhcp_action", **self._about(decision), reason=decision.reason)
@@ -237,14 +223,3 @@ def _log_move(decision: DhcpDecision, move: DhcpMoveResult, snapshot: DhcpSnapsh
         outcome=move.outcome.value,
         reason=move.reason,
     )
-
-
-def dhcp_moved_counts(cycle: DhcpCycle) -> dict[tuple[str, str], int]:
-    """DHCP moves per (action, outcome), for the metrics."""
-    counts: dict[tuple[str, str], int] = {}
-    for decision, result in cycle.results:
-        for executed in result.executed:
-            for move in executed.run.results:
-                key = (decision.action.value, move.outcome.value)
-                counts[key] = counts.get(key, 0) + 1
-    return counts
