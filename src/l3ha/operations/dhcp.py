@@ -21,17 +21,21 @@ from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, AgentChangeOutcome
+from l3ha.executor import AgentChangeOutcome
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
-from l3ha.journal.history import NAMES
 from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
-from l3ha.operations.context import Notify, log_notice
+from l3ha.operations.context import (
+    Notify,
+    drain_change,
+    log_notice,
+    operation_args,
+    undrain_change,
+)
 from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
 from l3ha.operations.request import (
-    DRAIN_MARK,
     AgentChanged,
     DhcpAction,
     DhcpRequest,
@@ -109,13 +113,7 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     policy = _policy(request, snapshot)
     _gate_fleet(request, snapshot, "drain")
     first = _execute(ctx, request, snapshot, plan_dhcp_drain(snapshot, agent.id, policy))
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "dhcp drain: no network left on the agent",
-        admin_state_up=False,
-        description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
-    )
+    change = drain_change(agent, snapshot.observed_at, "dhcp drain: no network left on the agent")
     if request.dry_run:
         if first.run.unplaced:  # as the real run would: the agent stays enabled
             ctx.notify(
@@ -160,13 +158,7 @@ def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """Enable a DHCP agent again, clearing l3ha's drain mark."""
     snapshot = ctx.observe()
     agent = snapshot.find_agent(request.agent or "")
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "dhcp undrain: back in service",
-        admin_state_up=True,
-        description="" if agent.description.startswith(DRAIN_MARK) else None,
-    )
+    change = undrain_change(agent, "dhcp undrain: back in service")
     result = change_dhcp_agent(
         ctx.cloud, ctx.journal, ctx.clock, change, dry_run=request.dry_run, current=agent
     )
@@ -242,12 +234,7 @@ def _execute(
         snapshot.agents_by_id,
         fallbacks=fallback_targets(snapshot, _policy(request, snapshot)) if fallbacks else None,
         require_dead_source=require_dead_source,
-        args={
-            "command": request.action.value,
-            "agent": request.agent,
-            **dict(request.journal_args),
-            NAMES: recorded_network_names(snapshot, plan.moves),
-        },
+        args=operation_args(request, recorded_network_names(snapshot, plan.moves)),
         should_stop=ctx.should_stop,
     )
     if plan.unplaceable and not request.dry_run:
