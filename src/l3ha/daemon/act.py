@@ -19,20 +19,16 @@ from l3ha.daemon.decide import Decision, overlay, targets
 from l3ha.daemon.logevents import event, host_names, named
 from l3ha.daemon.world import WorldCache
 from l3ha.errors import L3haError, SafetyHaltError
-from l3ha.executor import MoveOutcome, MoveResult
+from l3ha.executor import MoveResult
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
 from l3ha.operations import (
     Action,
     ActionRequest,
     ActionResult,
-    Executed,
     OperationContext,
     run_action,
 )
-
-#: Outcomes that did not start a move (they cost no budget).
-_NOT_STARTED = frozenset({MoveOutcome.SKIPPED, MoveOutcome.PLANNED})
 
 
 @dataclass(frozen=True)
@@ -96,12 +92,14 @@ class Hands:
             event("action_error", logging.ERROR, **self._about(decision), error=str(exc))
             self.world.force_full = True
             return replace(acted, errors=(*acted.errors, (decision, str(exc))))
-        started = self._report(decision, result)
+        for executed in result.executed:
+            for move in executed.run.results:
+                _log_move(decision, move, executed.snapshot)
         self.world.reread(_touched(result))
         return replace(
             acted,
             results=(*acted.results, (decision, result)),
-            moves_started=acted.moves_started + started,
+            moves_started=acted.moves_started + result.moves_started,
         )
 
     def _about(self, decision: Decision) -> dict[str, object]:
@@ -127,17 +125,6 @@ class Hands:
         if snapshot is None:
             snapshot = self.world.full_read()
         return overlay(snapshot, verdict_of)
-
-    def _report(self, decision: Decision, result: ActionResult) -> int:
-        started = 0
-        for step in result.steps:
-            if not isinstance(step, Executed):
-                continue
-            for move in step.run.results:
-                if move.outcome not in _NOT_STARTED:
-                    started += 1
-                _log_move(decision, move, step.snapshot)
-        return started
 
 
 def _log_move(decision: Decision, move: MoveResult, snapshot: Snapshot) -> None:

@@ -28,7 +28,7 @@ from l3ha.daemon.logevents import event, host_names, log_verdict_changes, named
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
-from l3ha.executor.dhcp import DhcpMoveResult, DhcpOutcome
+from l3ha.executor.dhcp import DhcpMoveResult
 from l3ha.health import (
     HealthPolicy,
     HealthState,
@@ -41,9 +41,6 @@ from l3ha.journal import Journal
 from l3ha.model import Halt
 from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
 from l3ha.operations.request import DhcpRequest
-
-#: Outcomes that did not start a move (they cost no budget).
-_NOT_STARTED = frozenset({DhcpOutcome.SKIPPED, DhcpOutcome.PLANNED})
 
 
 @dataclass(frozen=True)
@@ -197,15 +194,13 @@ class DhcpWatch:
         except L3haError as exc:
             event("dhcp_action_error", logging.ERROR, **self._about(decision), error=str(exc))
             return replace(done, error=str(exc))
-        started = 0
         for executed in result.executed:
             for move in executed.run.results:
-                started += move.outcome not in _NOT_STARTED
                 _log_move(decision, move, executed.snapshot)
         return replace(
             done,
             results=(*done.results, (decision, result)),
-            moves_started=done.moves_started + started,
+            moves_started=done.moves_started + result.moves_started,
         )
 
 

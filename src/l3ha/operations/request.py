@@ -99,6 +99,10 @@ class ActionRequest:
         return self.execution.dry_run
 
 
+#: Outcomes (of every kind) of a move that wrote nothing.
+_NOT_STARTED = frozenset({"skipped", "planned"})
+
+
 class _Plan(Protocol):
     @property
     def unplaceable(self) -> Sequence[object]: ...
@@ -173,6 +177,13 @@ class OperationResult(Generic[A, E]):
     def executed(self) -> tuple[E, ...]:
         """The plans run, in order."""
         return tuple(s for s in self.steps if not isinstance(s, AgentChanged))
+
+    @property
+    def moves_started(self) -> int:
+        """Moves that began to write (not skipped, not only planned): what a budget counts."""
+        return sum(
+            r.outcome.value not in _NOT_STARTED for e in self.executed for r in e.run.results
+        )
 
     @property
     def changes(self) -> tuple[AgentChangeResult, ...]:
