@@ -97,3 +97,23 @@ def test_fallback_targets_stay_within_the_allowed_agents() -> None:
     move = Move("r0", MoveKind.MOVE, "b", "a")
     assert list(snapshot_candidates(_world())(move)) == ["b", "c", "d"]
     assert list(snapshot_candidates(_world(), allowed={"c"})(move)) == ["c"]
+
+
+def test_a_cycle_budget_counts_the_moves_that_wrote_for_either_kind() -> None:
+    from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPlan, DhcpSnapshot
+    from l3ha.executor.dhcp import DhcpMoveResult, DhcpOutcome, DhcpRunResult
+    from l3ha.executor.outcome import MoveOutcome, MoveResult, RunResult
+    from l3ha.operations.dhcp import DhcpExecuted, DhcpResult
+    from l3ha.operations.request import ActionResult, DhcpAction, Executed
+
+    move = Move("r1", MoveKind.MOVE, "b", "a")
+    routers = RunResult("evacuate", tuple(MoveResult(move, o) for o in MoveOutcome), operation_id=1)
+    snapshot = _world()
+    result = ActionResult(Action.EVACUATE, (Executed(Plan("evacuate"), snapshot, routers),))
+    # moved, pending, failed, unhosted, rolled back: each began to write
+    assert result.moves_started == len(MoveOutcome) - 2
+    dmove = DhcpMove("n1", DhcpMoveKind.MOVE, "b", "a")
+    nets = DhcpRunResult("dhcp-evacuate", tuple(DhcpMoveResult(dmove, o) for o in DhcpOutcome))
+    world = DhcpSnapshot((), (), ())
+    dhcp = DhcpResult(DhcpAction.EVACUATE, (DhcpExecuted(DhcpPlan("x"), world, nets),))
+    assert dhcp.moves_started == len(DhcpOutcome) - 2
