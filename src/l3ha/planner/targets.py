@@ -9,12 +9,23 @@ with a warning, or nowhere with ``strict_az``.
 
 Among the candidates the order is: for HA routers an AZ not already holding a
 replica; a host named by ``l3ha:prefer``; for busy routers the fewest busy
-routers; then the least weighted load; the fewest routers; the agent id.
+routers; when placing for recovery (below) the fewest of this plan's routers
+beyond the cap; then the least weighted load; the fewest routers; the agent id.
+
+Placing for recovery (``place_for_recovery``, evacuations): an agent wires the
+routers it receives one after another, so the last router of a plan answers
+again only when the most loaded target's queue is done. Each target takes at
+most ``ceil(k / n)`` of the plan's ``k`` routers (``n``: the pool's agents
+besides the source) before any takes more; below that cap the balance order
+above decides, so the emptiest agent still gets the most, and a later
+rebalance evens the final load. Capacity, ``--to``, ``l3ha:avoid`` and AZ
+hints filter the candidates first, so they always hold.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -62,6 +73,13 @@ class Targets:
             policy.max_routers_per_agent is not None or policy.max_weight_per_agent is not None
         )
         self._least: _LeastLoaded | None = None
+        self.queue_cap: int | None = None
+        self.received: Counter[str] = Counter()  # this plan's placements per agent
+
+    def place_for_recovery(self, routers: int, source: str) -> None:
+        """Spread the next ``routers`` placements over the pool (see the module docstring)."""
+        others = sum(1 for a in self.pool if a.id != source)
+        self.queue_cap = max(1, -(-routers // max(1, others)))
 
     def choose(self, router: Router, exclude: Collection[str] = ()) -> Choice:
         """The best target for one more binding of ``router``, or why there is none."""
@@ -79,11 +97,18 @@ class Targets:
         best = min(candidates, key=self._ranker(router, holders, set(exclude)))
         if warning:
             warning += f"; placed on {best.host} ({best.id}) in AZ {best.availability_zone}"
+        self.received[best.id] += 1
         return Choice(best.id, warning=warning)
 
     def _plain(self, router: Router) -> bool:
         """No constraint but load applies: the heaps give the same answer as the ranking."""
-        if self.limited or router.ha or router.distributed or router.availability_zone_hints:
+        if (
+            self.limited
+            or self.queue_cap is not None
+            or router.ha
+            or router.distributed
+            or router.availability_zone_hints
+        ):
             return False
         return not (router.tags and (preferred_hosts(router) or avoided_hosts(router)))
 
@@ -93,6 +118,7 @@ class Targets:
         best = self._least.best(self.state.cost(router)[1], barred)
         if best is None:
             return Choice(None, reason=self._why_none(router, barred))
+        self.received[best] += 1
         return Choice(best)
 
     def _eligible(self, router: Router, barred: set[str]) -> list[Agent]:
@@ -119,8 +145,9 @@ class Targets:
 
     def _ranker(
         self, router: Router, holders: set[str], exclude: set[str]
-    ) -> Callable[[Agent], tuple[bool, bool, int, int, int, str]]:
+    ) -> Callable[[Agent], tuple[bool, bool, int, int, int, int, str]]:
         state = self.state
+        received, cap = self.received, self.queue_cap
         count, weight, busy_count = state.count, state.weight, state.busy
         _, busy = state.cost(router)
         replica_azs = {
@@ -130,12 +157,13 @@ class Targets:
         }
         prefer = preferred_hosts(router) if router.tags else ()
 
-        def rank(agent: Agent) -> tuple[bool, bool, int, int, int, str]:
+        def rank(agent: Agent) -> tuple[bool, bool, int, int, int, int, str]:
             agent_id = agent.id
             return (
                 bool(replica_azs) and agent.availability_zone in replica_azs,
                 not (prefer and agent_named(agent, prefer)),
                 busy_count[agent_id] if busy else 0,
+                0 if cap is None else max(0, received[agent_id] - cap + 1),
                 weight[agent_id],
                 count[agent_id],
                 agent_id,
