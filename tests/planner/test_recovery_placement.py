@@ -40,6 +40,8 @@ def test_uneven_survivors_get_the_evacuation_spread_not_piled_on_the_emptiest() 
     assert sorted(queues.values(), reverse=True) == [3, 2, 2]
     assert queues["a1"] == 3  # below the cap, the balance order still favours the emptiest
     assert counts(apply_plan(snap, plan))["src"] == 0
+    balance_first = PlacementPolicy(recovery_spread=False)  # the placement before issue 20
+    assert received(as_plan(plan_evacuate(snap, "src", balance_first, WEIGHTS)))["a1"] == 7
 
 
 def test_a_drain_keeps_the_balance_first_placement() -> None:

@@ -100,7 +100,7 @@ def plan_off_agent(
     routers = _routers_to_move(snapshot, source, router_ids, out)
     if routers and not [a for a in targets.pool if a.id != source.id]:
         return _no_targets(source, routers, action)
-    if action == "evacuate":
+    if action == "evacuate" and placement.recovery_spread:
         targets.place_for_recovery(len(routers), source.id)
     canary, rest = _order(routers, state, placement.canary_size)
     canary_moves = 0
