@@ -63,6 +63,7 @@ class _Item:
     slot: str | None = None
     started: float = 0.0
     written: bool = False  # its writes are done and read back (ports may still come up)
+    write_seconds: float = 0.0  # from ``started`` until written
     result: MoveResult | None = None
 
 
@@ -169,11 +170,12 @@ class _Run:
             executor.cloud, journal, self.clock, self.opts, self.sources, routers=routers
         )
         self.guard = self.writer.guard  # the journal's failures, shared with the writer
+        self.run_started = self.clock.monotonic()  # set again when ``execute`` begins
 
     # --- the whole run -----------------------------------------------------
 
     def execute(self, args: dict[str, object], warnings: tuple[str, ...]) -> RunResult:
-        started = self.clock.monotonic()
+        started = self.run_started = self.clock.monotonic()
         canary = max(0, min(self.plan.canary, len(self.items)))
         args.setdefault("canary", canary)
         op_id, move_ids = self.journal.begin_operation(self.kind, args, self.plan.moves)
@@ -351,6 +353,7 @@ class _Run:
             item.slot = outcome.target
         with self.state.cond:
             item.written = True
+            item.write_seconds = self.clock.monotonic() - item.started
             self.state.cond.notify_all()
         if waiter is None:
             self._finish(item, self._written_result(item, outcome, True, ()))
@@ -424,7 +427,10 @@ class _Run:
         if item.result is not None:
             return
         seconds = self.clock.monotonic() - item.started if item.started else 0.0
-        result = replace(result, seconds=seconds)
+        after = item.started - self.run_started if item.started else 0.0
+        result = replace(
+            result, seconds=seconds, write_seconds=item.write_seconds, started_after=after
+        )
         self._journal_outcome(item, result)
         if result.outcome is MoveOutcome.UNHOSTED:
             log.error("router %s has NO agent: %s", item.move.router_id, result.reason)
