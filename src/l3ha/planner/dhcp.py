@@ -169,7 +169,9 @@ def plan_dhcp_drain(snapshot: DhcpSnapshot, source_id: str, policy: DhcpPolicy) 
     return plan_dhcp_evacuate(snapshot, source_id, policy, action=DRAIN)
 
 
-def plan_dhcp_return(snapshot: DhcpSnapshot, network_ids: list[str], target_id: str) -> DhcpPlan:
+def plan_dhcp_return(
+    snapshot: DhcpSnapshot, network_ids: list[str], target_id: str
+) -> DhcpPlan:
     """Networks back onto ``target_id`` (a host restored after maintenance), each moved off
     its busiest hosting agent, make before break. Networks gone, already on the target,
     or with no other host are left alone; an unusable target gets nothing."""
