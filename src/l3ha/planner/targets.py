@@ -102,24 +102,23 @@ class Targets:
 
     def _plain(self, router: Router) -> bool:
         """No constraint but load applies: the heaps give the same answer as the ranking."""
-        if (
-            self.limited
-            or self.queue_cap is not None
-            or router.ha
-            or router.distributed
-            or router.availability_zone_hints
-        ):
+        if self.limited or router.ha or router.distributed or router.availability_zone_hints:
             return False
         return not (router.tags and (preferred_hosts(router) or avoided_hosts(router)))
 
     def _choose_plain(self, router: Router, barred: set[str]) -> Choice:
         if self._least is None:
-            self._least = _LeastLoaded(self.pool, self.state)
+            self._least = _LeastLoaded(self.pool, self.state, self._over_cap)
         best = self._least.best(self.state.cost(router)[1], barred)
         if best is None:
             return Choice(None, reason=self._why_none(router, barred))
         self.received[best] += 1
         return Choice(best)
+
+    def _over_cap(self, agent_id: str) -> int:
+        """How far past the recovery cap this plan's placements on the agent are (0: room)."""
+        cap = self.queue_cap
+        return 0 if cap is None else max(0, self.received[agent_id] - cap + 1)
 
     def _eligible(self, router: Router, barred: set[str]) -> list[Agent]:
         pool = self.snat_pool if router.distributed else self.pool
@@ -146,8 +145,7 @@ class Targets:
     def _ranker(
         self, router: Router, holders: set[str], exclude: set[str]
     ) -> Callable[[Agent], tuple[bool, bool, int, int, int, int, str]]:
-        state = self.state
-        received, cap = self.received, self.queue_cap
+        state, over_cap = self.state, self._over_cap
         count, weight, busy_count = state.count, state.weight, state.busy
         _, busy = state.cost(router)
         replica_azs = {
@@ -163,7 +161,7 @@ class Targets:
                 bool(replica_azs) and agent.availability_zone in replica_azs,
                 not (prefer and agent_named(agent, prefer)),
                 busy_count[agent_id] if busy else 0,
-                0 if cap is None else max(0, received[agent_id] - cap + 1),
+                over_cap(agent_id),
                 weight[agent_id],
                 count[agent_id],
                 agent_id,
@@ -201,14 +199,17 @@ class Targets:
 
 
 class _LeastLoaded:
-    """Lazy heaps of pool agents by (busy,) weighted load, count, id. Pure.
+    """Lazy heaps of pool agents by (busy,) past the recovery cap, weighted load, count, id.
 
     An entry is current when it equals the agent's key now; agents whose load
     changed (``PlanState.changed``) get fresh entries before each look-up.
     """
 
-    def __init__(self, pool: tuple[Agent, ...], state: PlanState) -> None:
+    def __init__(
+        self, pool: tuple[Agent, ...], state: PlanState, over_cap: Callable[[str], int]
+    ) -> None:
         self.state = state
+        self.over_cap = over_cap  # changes only with a placement on the agent: in ``changed``
         self.in_pool = {a.id for a in pool}
         self.busy_heap = [self._key(True, a.id) for a in pool]
         self.quiet_heap = [self._key(False, a.id) for a in pool]
@@ -218,7 +219,7 @@ class _LeastLoaded:
 
     def _key(self, busy: bool, agent_id: str) -> tuple[int | str, ...]:
         state = self.state
-        load = (state.weight[agent_id], state.count[agent_id], agent_id)
+        load = (self.over_cap(agent_id), state.weight[agent_id], state.count[agent_id], agent_id)
         return (state.busy[agent_id], *load) if busy else load
 
     def best(self, busy: bool, barred: set[str]) -> str | None:
