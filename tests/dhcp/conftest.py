@@ -12,29 +12,24 @@ import pytest
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.dhcp_model import DhcpSnapshot, usable
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 from l3ha.executor.dhcp_steps import serving_port
 
 CLOUD = "l3ha-emulator"
 
 
-def dhcp_config(**overrides: object) -> EmulatorConfig:
-    """5 network nodes (L3 + DHCP agent each) in 2 AZs, 30 networks set up in tens of ms."""
-    settings: dict[str, object] = dict(
-        agents=5,
-        routers=5,
-        azs=2,
-        dhcp_agents=5,
-        networks=30,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        router_base_time=0.02,
-        router_port_time=0.005,
-        dhcp_network_time=0.03,
-        seed=11,
-    )
-    settings.update(overrides)
-    return EmulatorConfig(**settings)  # type: ignore[arg-type]
+#: 5 network nodes (L3 + DHCP agent each) in 2 AZs, 30 networks set up in tens of ms.
+DHCP_CLOUD: dict[str, object] = {
+    **FAST,
+    "agents": 5,
+    "routers": 5,
+    "azs": 2,
+    "dhcp_agents": 5,
+    "networks": 30,
+    "dhcp_network_time": 0.03,
+    "seed": 11,
+}
 
 
 @dataclass
@@ -71,11 +66,11 @@ def dhcp_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DhcpCl
     """A running emulator named by OS_CLOUD, and L3HA_STATE_DIR in tmp_path."""
     state = tmp_path / "state"
     monkeypatch.setenv("L3HA_STATE_DIR", str(state))
-    with Emulator(dhcp_config(), clock=None) as emu:
-        path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        monkeypatch.setenv("OS_CLOUD", CLOUD)
-        yield DhcpCloudEnv(emu, NeutronDhcp(connect(CLOUD)), state)
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name=CLOUD, **DHCP_CLOUD) as cloud:
+        assert cloud.emulator is not None
+        for key, value in cloud.environ().items():
+            monkeypatch.setenv(key, value)
+        yield DhcpCloudEnv(cloud.emulator, NeutronDhcp(connect(CLOUD)), state)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "") -> None:

@@ -1,5 +1,5 @@
 """Fixtures for the emulator tests: emulators on a ManualClock (``l3ha.emulator.testing``)
-and a raw HTTP helper."""
+with the agents' pre-calibration timing the tests were written for, and a raw HTTP helper."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from l3ha.clock import ManualClock
 from l3ha.emulator import Emulator
-from l3ha.emulator.testing import Clocking, emulated_cloud
+from l3ha.emulator.testing import PRE_CALIBRATION, Clocking, emulated_cloud
 
 
 class Http:
@@ -48,8 +48,9 @@ class Http:
 
 @contextlib.contextmanager
 def make(clock: ManualClock | None = None, **settings: Any) -> Iterator[Emulator]:
-    """A started emulator in this process, on ``clock`` (None: the real clock)."""
-    with emulated_cloud(clock or Clocking.REAL, **settings) as cloud:
+    """A started emulator in this process, on ``clock`` (None: the real clock), with the
+    agents' ``PRE_CALIBRATION`` timing unless ``settings`` say otherwise."""
+    with emulated_cloud(clock or Clocking.REAL, **{**PRE_CALIBRATION, **settings}) as cloud:
         assert cloud.emulator is not None
         yield cloud.emulator
 

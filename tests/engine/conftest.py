@@ -18,20 +18,20 @@ from tests.engine.kinds import KINDS, Env, Kind
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.dhcp import NeutronDhcp
 from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator.testing import PRE_CALIBRATION
 
 CLOUD = "l3ha-emulator"
 
 
 def engine_config() -> EmulatorConfig:
     return EmulatorConfig(
+        **{**PRE_CALIBRATION, "router_base_time": 0.02, "router_port_time": 0.005},
         agents=4,
         routers=24,
         dhcp_agents=4,
         networks=24,
         report_interval=0.2,
         agent_down_time=1.0,
-        router_base_time=0.02,
-        router_port_time=0.005,
         dhcp_network_time=0.03,
         seed=5,
     )

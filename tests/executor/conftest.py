@@ -13,4 +13,4 @@ from tests.executor.emulator_env import Env, start_env
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     environment = start_env(tmp_path, monkeypatch)
     yield environment
-    environment.emu.stop()
+    environment.closing.close()

@@ -5,6 +5,7 @@ Not a test module (no tests here); imported as ``tests.executor.emulator_env``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -15,17 +16,15 @@ import pytest
 from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import NeutronCloud, connect
 from l3ha.cloud.base import Cloud
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST as FAST_AGENTS
+from l3ha.emulator.testing import Clocking, emulated_cloud
 from l3ha.executor import Executor, ExecutorOptions
 from l3ha.journal import Journal
 from l3ha.model import Binding, Move, MoveKind, Plan, Snapshot
 
-FAST = {
-    "report_interval": 0.2,
-    "agent_down_time": 1.0,
-    "router_base_time": 0.05,
-    "router_port_time": 0.01,
-}
+#: ``l3ha.emulator.testing.FAST`` with routers processed in 50-60 ms.
+FAST = {**FAST_AGENTS, "router_base_time": 0.05, "router_port_time": 0.01}
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
@@ -37,10 +36,13 @@ def wait_until(check: Callable[[], bool], timeout: float = 15.0, what: str = "co
 
 
 class Env:
-    def __init__(self, emu: Emulator, cloud: NeutronCloud, tmp_path: Path) -> None:
+    def __init__(self, emu: Emulator, cloud: NeutronCloud, tmp_path: Path,
+                 closing: contextlib.ExitStack | None = None) -> None:
         self.emu = emu
         self.cloud = cloud
         self.tmp_path = tmp_path
+        #: Ends the emulated cloud (``emu.stop()`` alone stops the emulator).
+        self.closing = closing or contextlib.ExitStack()
 
     def agent_id(self, host: str) -> str:
         return self.emu.agent_ids_by_host()[host]
@@ -74,14 +76,17 @@ class Env:
 
 
 def start_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **cfg: object) -> Env:
+    """A real-time emulated cloud (4 agents, 24 routers, ``FAST`` plus ``cfg``) named by
+    this process's environment."""
     settings = {"agents": 4, "routers": 24, "busy": 2, **FAST, **cfg}
-    emu = Emulator(EmulatorConfig(**settings)).start()  # type: ignore[arg-type]
-    clouds = emu.write_clouds_yaml(tmp_path / "clouds.yaml")
+    closing = contextlib.ExitStack()
+    cloud = closing.enter_context(emulated_cloud(Clocking.REAL, workdir=tmp_path, **settings))
+    assert cloud.emulator is not None
     for key in [k for k in os.environ if k.startswith("OS_")]:
         monkeypatch.delenv(key)
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
-    monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
-    return Env(emu, connect(), tmp_path)
+    for key, value in cloud.environ().items():
+        monkeypatch.setenv(key, value)
+    return Env(cloud.emulator, connect(), tmp_path, closing)
 
 
 def assert_hosted_and_active(env: Env, router_ids: list[str], dead: set[str]) -> None:

@@ -10,6 +10,8 @@ unconstrained, and capped rebalances that only improve.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -283,28 +285,55 @@ def test_evacuation_never_stacks_busy_routers_while_another_agent_has_fewer(
 
 
 def _reference_choice(
-    snap: Snapshot, load: dict[str, list[int]], router: Router, barred: set[str]
+    snap: Snapshot,
+    load: dict[str, list[int]],
+    router: Router,
+    barred: set[str],
+    queue: tuple[Counter[str], int] | None,
 ) -> str | None:
-    """The ranking rule written out plainly: fewest busy (busy routers), weight, count, id."""
+    """The ranking rule written out plainly: fewest busy (busy routers), then for an
+    evacuation the fewest of the plan's routers beyond ``ceil(k / n)``, weight, count, id."""
     busy = WEIGHTS.is_busy(router)
-    pool = [
-        a.id for a in snap.agents if a.usable and a.can_host_centralized and a.id not in barred
-    ]
+    pool = [a.id for a in snap.agents if a.usable and a.can_host_centralized and a.id not in barred]
 
-    def key(agent_id: str) -> tuple[int, int, int, str]:
+    def key(agent_id: str) -> tuple[int, int, int, int, str]:
         count, weight, busy_count = load[agent_id]
-        return (busy_count if busy else 0, weight, count, agent_id)
+        over = 0 if queue is None else max(0, queue[0][agent_id] - queue[1] + 1)
+        return (busy_count if busy else 0, over, weight, count, agent_id)
 
     return min(pool, key=key) if pool else None
+
+
+def _evacuation_queue(snap: Snapshot, source: str) -> tuple[Counter[str], int]:
+    """No placements yet, and the cap: ceil(routers on the source / other pool agents)."""
+    agent, routers = snap.agents_by_id[source], snap.routers_by_id
+    moving = {
+        b.router_id
+        for b in snap.bindings
+        if b.agent_id == source
+        and not (
+            routers[b.router_id].distributed
+            and not routers[b.router_id].ha
+            and agent.mode != AgentMode.DVR_SNAT
+        )
+    }
+    others = [a for a in snap.agents if a.usable and a.can_host_centralized and a.id != source]
+    return Counter(), max(1, -(-len(moving) // max(1, len(others))))
 
 
 @FAST
 @given(worlds())
 def test_unconstrained_routers_go_to_the_least_loaded_agent(snap: Snapshot) -> None:
-    """Replays evacuate and repair plans against the plain ranking rule."""
-    plans = [plan_repair(snap, PlacementPolicy(), WEIGHTS)]
-    plans += [plan_evacuate(snap, a.id, PlacementPolicy(), WEIGHTS) for a in snap.agents]
-    for plan in plans:
+    """Replays evacuate and repair plans against the plain ranking rule (an evacuation
+    also spreads its routers over the targets' queues: ``_evacuation_queue``)."""
+    plans: list[tuple[Plan | Halt, tuple[Counter[str], int] | None]] = [
+        (plan_repair(snap, PlacementPolicy(), WEIGHTS), None)
+    ]
+    plans += [
+        (plan_evacuate(snap, a.id, PlacementPolicy(), WEIGHTS), _evacuation_queue(snap, a.id))
+        for a in snap.agents
+    ]
+    for plan, queue in plans:
         if isinstance(plan, Halt):
             continue
         load = {a.id: [0, 0, 0] for a in snap.agents}
@@ -323,7 +352,9 @@ def test_unconstrained_routers_go_to_the_least_loaded_agent(snap: Snapshot) -> N
             )
             barred = holders.get(router.id, set()) | {move.source} - {None}
             if plain and move.target is not None:
-                assert move.target == _reference_choice(snap, load, router, barred), move
+                assert move.target == _reference_choice(snap, load, router, barred, queue), move
+            if queue is not None and move.target is not None:
+                queue[0][move.target] += 1
             for agent_id, sign in ((move.source, -1), (move.target, 1)):
                 if agent_id is None or (move.kind == MoveKind.ADD_REPLICA and sign < 0):
                     continue

@@ -24,12 +24,14 @@ from typing import Any
 import pytest
 
 from l3ha.cloud.adapter import NeutronCloud, connect
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import PRE_CALIBRATION, Clocking, emulated_cloud
 from l3ha.journal import Journal
 from l3ha.operations.rolling import RollingRecord
 
 #: Three network nodes heartbeating every 0.2 s (stamped to the second, as Neutron does).
 CLOUD = {
+    **PRE_CALIBRATION,
     "agents": 3,
     "routers": 24,
     "ha_routers": 2,
@@ -129,15 +131,14 @@ def rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **cfg: object) -> I
     """The emulated cloud (``CLOUD`` plus ``cfg``), named by this process's environment too."""
     settings: dict[str, object] = dict(CLOUD)
     settings.update(cfg)
-    with Emulator(EmulatorConfig(**settings)) as emu:  # type: ignore[arg-type]
-        clouds = emu.write_clouds_yaml(tmp_path / "clouds.yaml")
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, **settings) as cloud:
+        assert cloud.emulator is not None
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
         env.update(
-            OS_CLIENT_CONFIG_FILE=str(clouds),
-            OS_CLOUD="l3ha-emulator",
+            cloud.environ(),
             L3HA_STATE_DIR=str(tmp_path / "state"),
             PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
         )
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
-        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
-        yield Rollout(emu, connect(), tmp_path, env)
+        for key, value in cloud.environ().items():
+            monkeypatch.setenv(key, value)
+        yield Rollout(cloud.emulator, connect(), tmp_path, env)

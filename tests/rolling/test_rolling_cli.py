@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from l3ha.cli.main import main
-from l3ha.emulator import Emulator, EmulatorConfig
+from l3ha.emulator import Emulator
+from l3ha.emulator.testing import PRE_CALIBRATION, Clocking, emulated_cloud
 
 
 @pytest.fixture
@@ -16,12 +17,13 @@ def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
     for key in ("OS_AUTH_TYPE", "OS_ENDPOINT", "OS_AUTH_URL", "OS_PASSWORD", "OS_TOKEN"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("L3HA_STATE_DIR", str(tmp_path / "state"))
-    with Emulator(EmulatorConfig(agents=3, routers=12, report_interval=0.2,
-                                 agent_down_time=1.0, seed=2)) as running:  # fmt: skip
-        path = running.write_clouds_yaml(tmp_path / "clouds.yaml")
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        monkeypatch.setenv("OS_CLOUD", "l3ha-emulator")
-        yield running
+    settings = {**PRE_CALIBRATION, "report_interval": 0.2, "agent_down_time": 1.0, "seed": 2}
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, agents=3, routers=12,
+                        **settings) as cloud:  # fmt: skip
+        assert cloud.emulator is not None
+        for key, value in cloud.environ().items():
+            monkeypatch.setenv(key, value)
+        yield cloud.emulator
 
 
 def _exit_code(argv: list[str]) -> int:

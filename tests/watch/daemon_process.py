@@ -23,10 +23,11 @@ import pytest
 
 from l3ha.cloud.adapter import NeutronCloud, connect
 from l3ha.emulator import Emulator
-from l3ha.emulator.testing import Clocking, emulated_cloud
+from l3ha.emulator.testing import PRE_CALIBRATION, Clocking, emulated_cloud
 
 #: Emulated agents that heartbeat every 0.2 s and count as dead after 1 s.
 FAST_CLOUD = {
+    **PRE_CALIBRATION,
     "report_interval": 0.2,
     "agent_down_time": 1.0,
     "router_base_time": 0.05,

@@ -158,8 +158,8 @@ def _register_serve(sub: Any) -> None:
         "--router-base-time",
         metavar="S",
         type=non_negative_float,
-        default=1.5,
-        help="seconds an agent needs per router, plus 0.25 s per port (default 1.5)",
+        default=3.0,
+        help="seconds an agent needs per router, plus 0.25 s per port (default 3)",
     )
     p.add_argument(
         "--router-port-time",
@@ -172,15 +172,29 @@ def _register_serve(sub: Any) -> None:
         "--agent-concurrency",
         metavar="N",
         type=int,
-        default=8,
-        help="routers an agent processes at once (default 8)",
+        default=2,
+        help="routers an agent processes at once (default 2)",
+    )
+    p.add_argument(
+        "--port-active-delay",
+        metavar="S",
+        type=non_negative_float,
+        default=1.0,
+        help="seconds a router's ports turn ACTIVE after it forwards (default 1)",
+    )
+    p.add_argument(
+        "--broker-reconnect-time",
+        metavar="S",
+        type=non_negative_float,
+        default=1.6,
+        help="seconds after a broker outage before the first agent reconnects (default 1.6)",
     )
     p.add_argument(
         "--ha-takeover-time",
         metavar="S",
         type=non_negative_float,
-        default=7.0,
-        help="seconds before a standby replica takes over (default 7)",
+        default=8.8,
+        help="seconds before a standby replica takes over (default 8.8)",
     )
     p.add_argument(
         "--agent-capacity",
@@ -316,6 +330,8 @@ def _config(args: argparse.Namespace) -> Any:
         router_base_time=args.router_base_time,
         router_port_time=args.router_port_time,
         agent_concurrency=args.agent_concurrency,
+        port_active_delay=args.port_active_delay,
+        broker_reconnect_time=args.broker_reconnect_time,
         ha_takeover_time=args.ha_takeover_time,
         agent_capacity=args.agent_capacity,
         dhcp_agents=args.dhcp_agents,

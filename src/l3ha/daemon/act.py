@@ -128,7 +128,10 @@ class Hands:
 
 
 def _log_move(decision: Decision, move: MoveResult, snapshot: Snapshot) -> None:
-    """One ``move`` event: the ids, and the router's name and the agents' hosts beside them."""
+    """One ``move`` event: the ids, and the router's name and the agents' hosts beside them;
+    its times: ``write_seconds`` (its writes, read back), ``seconds`` (until it finished:
+    ports ACTIVE for ``moved``), and since the action's run started ``written_after`` and
+    ``finished_after`` (the router forwards from about its writes; ACTIVE comes later)."""
     router = snapshot.routers_by_id.get(move.router_id)
     hosts = host_names(snapshot)
     event(
@@ -140,6 +143,12 @@ def _log_move(decision: Decision, move: MoveResult, snapshot: Snapshot) -> None:
         **named("target", move.target or move.move.target, hosts),
         outcome=move.outcome.value,
         reason=move.reason,
+        write_seconds=round(move.write_seconds, 3),
+        seconds=round(move.seconds, 3),
+        written_after=round(move.started_after + move.write_seconds, 3)
+        if move.write_seconds
+        else None,
+        finished_after=round(move.started_after + move.seconds, 3),
     )
 
 

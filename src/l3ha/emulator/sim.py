@@ -15,7 +15,8 @@ Model:
   drops unbound routers — it keeps forwarding them as stale copies;
 - an agent processes routers ``agent_concurrency`` at a time, RPC-added ones
   ahead of full-resync work (neutron's priority queue), each taking
-  ``router_base_time + router_port_time * ports`` (times its slow factor);
+  ``router_base_time + router_port_time * ports`` (times its slow factor); a legacy
+  router's ports turn ACTIVE ``port_active_delay`` after it forwards;
 - a router forwards while an agent that runs it forwards (for HA: the VRRP
   master); an agent forwards while it runs, its data plane works, it is
   administratively up and its busy weight is within ``agent_capacity``; a legacy
@@ -227,9 +228,21 @@ class Simulation:
         replica = router.bindings.get(agent.id) if router else None
         if router is not None and replica is not None:
             replica.processed = True
-            sim_ports.wired(router, replica)
+            if self.cfg.port_active_delay > 0 and not router.ha:
+                up_at = self.clock.monotonic() + self.cfg.port_active_delay
+                self.schedule(up_at, self._ports_up, agent, router_id, generation)
+            else:
+                sim_ports.wired(router, replica)
             self.refresh(router)
         self.pump(agent)
+
+    def _ports_up(self, agent: AgentRec, router_id: str, generation: int) -> None:
+        """The L2 agent reports the wired router's devices up (``port_active_delay``)."""
+        router = self.world.routers.get(router_id)
+        replica = router.bindings.get(agent.id) if router else None
+        if (router is not None and replica is not None and replica.processed
+                and generation == agent.generation):
+            sim_ports.wired(router, replica)
 
     # --- HA and data plane ----------------------------------------------------------
 

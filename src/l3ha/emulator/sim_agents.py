@@ -188,12 +188,13 @@ class AgentLifecycle:
             self._cut_off(each, each.partition_until)
 
     def broker_outage(self, seconds: float, spread: float = 0.0) -> list[str]:
-        """Every agent loses the bus for ``seconds``; they come back one by one over
-        ``spread`` seconds in an order drawn from the seed. Returns the hosts in order."""
+        """Every agent loses the bus for ``seconds``; ``broker_reconnect_time`` after it is
+        back, they come back one by one over ``spread`` seconds in an order drawn from the
+        seed. Returns the hosts in order."""
         agents = list(self.sim.world.agents.values())
         random.Random(f"broker-outage:{self.sim.cfg.seed}:{self._outages}").shuffle(agents)
         self._outages += 1
-        end = self.sim.clock.monotonic() + seconds
+        end = self.sim.clock.monotonic() + seconds + self.sim.cfg.broker_reconnect_time
         for n, agent in enumerate(agents):
             back = end + (spread * n / (len(agents) - 1) if len(agents) > 1 else 0.0)
             agent.broker_until = max(agent.broker_until, back)

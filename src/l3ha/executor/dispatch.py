@@ -67,6 +67,7 @@ class Dispatcher(Generic[M, R]):
         self.items: list[Item[M, R]] = []
         self.cut: set[int] = set()  # moves a stop request kept from starting (left open)
         self.finished = 0
+        self.run_started = 0.0  # when ``run`` began (the moves' ``started_after`` count from it)
         self.pool: ThreadPoolExecutor | None = None
         self.waiter: PortWaiter | None = None
 
@@ -81,7 +82,7 @@ class Dispatcher(Generic[M, R]):
         """Run ``moves`` (journalled as ``operation``: its id and the move ids); ``report``
         makes the kind's run result; the operation is closed by what it says."""
         op_id, move_ids = operation
-        started = self.clock.monotonic()
+        started = self.run_started = self.clock.monotonic()
         self.items = [
             Item(i, m, move_id) for i, (m, move_id) in enumerate(zip(moves, move_ids, strict=True))
         ]
@@ -212,6 +213,7 @@ class Dispatcher(Generic[M, R]):
                 self.budgets.slots.transfer(item.slot, outcome.target)
                 item.slot = outcome.target
             item.written = True
+            item.write_seconds = self.clock.monotonic() - item.started
             self.budgets.cond.notify_all()
         if self.waiter is None:
             self._phase_two(item, outcome, Waited(True, polled=False))
@@ -241,8 +243,13 @@ class Dispatcher(Generic[M, R]):
         """Record the outcome (journal first, outside the lock), free its budgets."""
         if item.result is not None:
             return
-        seconds = self.clock.monotonic() - item.started if item.started else 0.0
-        result = replace(result, seconds=seconds)  # type: ignore[type-var]
+        now = self.clock.monotonic()
+        result = replace(  # type: ignore[type-var]
+            result,
+            seconds=now - item.started if item.started else 0.0,
+            write_seconds=item.write_seconds,
+            started_after=item.started - self.run_started if item.started else 0.0,
+        )
         if item.index not in self.cut:  # a move cut by a stop stays open for the next run
             self.guard.outcome(item.move_id, result.outcome.value, result.reason, result.target)
         with self.budgets.cond:

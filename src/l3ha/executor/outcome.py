@@ -33,7 +33,12 @@ UNPLACED = "unplaced"
 
 @dataclass(frozen=True, slots=True)
 class MoveResult:
-    """The outcome of one planned move; ``target`` is where the router ended up."""
+    """The outcome of one planned move; ``target`` is where the router ended up.
+
+    ``seconds``: from the move's start until it finished (ports ACTIVE when waited
+    for); ``write_seconds``: from its start until its writes were read back (0 if
+    never written); ``started_after``: from the run's start until the move started.
+    """
 
     move: Move
     outcome: MoveOutcome
@@ -42,6 +47,8 @@ class MoveResult:
     pending_ports: tuple[str, ...] = ()
     attempts: int = 0
     seconds: float = 0.0
+    write_seconds: float = 0.0
+    started_after: float = 0.0
 
     @property
     def router_id(self) -> str:
@@ -73,13 +80,16 @@ BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
 
 @dataclass(frozen=True, slots=True)
 class DhcpMoveResult:
-    """The outcome of one planned DHCP move; ``target`` is where the copy went."""
+    """The outcome of one planned DHCP move; ``target`` is where the copy went; the times
+    as for ``MoveResult``."""
 
     move: DhcpMove
     outcome: DhcpOutcome
     reason: str = ""
     target: str | None = None
     seconds: float = 0.0
+    write_seconds: float = 0.0
+    started_after: float = 0.0
 
     @property
     def object_id(self) -> str:

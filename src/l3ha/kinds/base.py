@@ -32,7 +32,8 @@ class KindMove(Protocol):
 
 
 class KindResult(Protocol):
-    """How a move of any kind ended (a frozen dataclass with a ``seconds`` field too)."""
+    """How a move of any kind ended (a frozen dataclass with the time fields
+    ``seconds``, ``write_seconds`` and ``started_after`` too, filled in by the dispatcher)."""
 
     @property
     def outcome(self) -> StrEnum: ...
@@ -77,6 +78,7 @@ class Item(Generic[M, R]):
     slot: str | None = None  # the target whose in-flight slot it holds
     started: float = 0.0
     written: bool = False  # phase one done and read back (readiness may still be awaited)
+    write_seconds: float = 0.0  # from ``started`` until written
     result: R | None = None
 
 

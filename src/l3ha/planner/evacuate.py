@@ -7,6 +7,13 @@ before the rest; then busy routers (heaviest first), then the others
 keep running: their replica on the source is replaced (ADD_REPLICA on another
 agent, then REMOVE_REPLICA on the source). Every router on the agent ends up
 either in a move or in ``unplaceable`` with a reason.
+
+An evacuation places for recovery time, not only for the final balance: no
+target takes more than ``ceil(k / n)`` of its ``k`` routers while another
+eligible one has room under that cap (``Targets.place_for_recovery``), since
+each agent wires its new routers one after another and the routers are dark
+until then. A drain keeps the balance-first placement: its routers still
+forward on the live source while the targets wire them.
 """
 
 from __future__ import annotations
@@ -93,6 +100,8 @@ def plan_off_agent(
     routers = _routers_to_move(snapshot, source, router_ids, out)
     if routers and not [a for a in targets.pool if a.id != source.id]:
         return _no_targets(source, routers, action)
+    if action == "evacuate" and placement.recovery_spread:
+        targets.place_for_recovery(len(routers), source.id)
     canary, rest = _order(routers, state, placement.canary_size)
     canary_moves = 0
     for index, router in enumerate(canary + rest):

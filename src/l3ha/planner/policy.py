@@ -25,6 +25,9 @@ class PlacementPolicy:
 
     ``allowed_targets`` holds agent ids (from ``--to``); ``None`` allows every
     eligible agent. ``canary_size`` quiet routers lead an evacuation or drain.
+    ``recovery_spread`` (the default): an evacuation spreads its routers over
+    the targets' queues (``l3ha.planner.targets``); off, it places by balance
+    only, as a drain does (kept for comparisons: ``bench_recovery_placement``).
     """
 
     max_routers_per_agent: int | None = None
@@ -32,6 +35,7 @@ class PlacementPolicy:
     strict_az: bool = False
     allowed_targets: frozenset[str] | None = None
     canary_size: int = DEFAULT_CANARY_SIZE
+    recovery_spread: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_routers_per_agent", "max_weight_per_agent"):

@@ -9,12 +9,23 @@ with a warning, or nowhere with ``strict_az``.
 
 Among the candidates the order is: for HA routers an AZ not already holding a
 replica; a host named by ``l3ha:prefer``; for busy routers the fewest busy
-routers; then the least weighted load; the fewest routers; the agent id.
+routers; when placing for recovery (below) the fewest of this plan's routers
+beyond the cap; then the least weighted load; the fewest routers; the agent id.
+
+Placing for recovery (``place_for_recovery``, evacuations): an agent wires the
+routers it receives one after another, so the last router of a plan answers
+again only when the most loaded target's queue is done. Each target takes at
+most ``ceil(k / n)`` of the plan's ``k`` routers (``n``: the pool's agents
+besides the source) before any takes more; below that cap the balance order
+above decides, so the emptiest agent still gets the most, and a later
+rebalance evens the final load. Capacity, ``--to``, ``l3ha:avoid`` and AZ
+hints filter the candidates first, so they always hold.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -62,6 +73,13 @@ class Targets:
             policy.max_routers_per_agent is not None or policy.max_weight_per_agent is not None
         )
         self._least: _LeastLoaded | None = None
+        self.queue_cap: int | None = None
+        self.received: Counter[str] = Counter()  # this plan's placements per agent
+
+    def place_for_recovery(self, routers: int, source: str) -> None:
+        """Spread the next ``routers`` placements over the pool (see the module docstring)."""
+        others = sum(1 for a in self.pool if a.id != source)
+        self.queue_cap = max(1, -(-routers // max(1, others)))
 
     def choose(self, router: Router, exclude: Collection[str] = ()) -> Choice:
         """The best target for one more binding of ``router``, or why there is none."""
@@ -79,6 +97,7 @@ class Targets:
         best = min(candidates, key=self._ranker(router, holders, set(exclude)))
         if warning:
             warning += f"; placed on {best.host} ({best.id}) in AZ {best.availability_zone}"
+        self.received[best.id] += 1
         return Choice(best.id, warning=warning)
 
     def _plain(self, router: Router) -> bool:
@@ -89,11 +108,17 @@ class Targets:
 
     def _choose_plain(self, router: Router, barred: set[str]) -> Choice:
         if self._least is None:
-            self._least = _LeastLoaded(self.pool, self.state)
+            self._least = _LeastLoaded(self.pool, self.state, self._over_cap)
         best = self._least.best(self.state.cost(router)[1], barred)
         if best is None:
             return Choice(None, reason=self._why_none(router, barred))
+        self.received[best] += 1
         return Choice(best)
+
+    def _over_cap(self, agent_id: str) -> int:
+        """How far past the recovery cap this plan's placements on the agent are (0: room)."""
+        cap = self.queue_cap
+        return 0 if cap is None else max(0, self.received[agent_id] - cap + 1)
 
     def _eligible(self, router: Router, barred: set[str]) -> list[Agent]:
         pool = self.snat_pool if router.distributed else self.pool
@@ -119,8 +144,8 @@ class Targets:
 
     def _ranker(
         self, router: Router, holders: set[str], exclude: set[str]
-    ) -> Callable[[Agent], tuple[bool, bool, int, int, int, str]]:
-        state = self.state
+    ) -> Callable[[Agent], tuple[bool, bool, int, int, int, int, str]]:
+        state, over_cap = self.state, self._over_cap
         count, weight, busy_count = state.count, state.weight, state.busy
         _, busy = state.cost(router)
         replica_azs = {
@@ -130,12 +155,13 @@ class Targets:
         }
         prefer = preferred_hosts(router) if router.tags else ()
 
-        def rank(agent: Agent) -> tuple[bool, bool, int, int, int, str]:
+        def rank(agent: Agent) -> tuple[bool, bool, int, int, int, int, str]:
             agent_id = agent.id
             return (
                 bool(replica_azs) and agent.availability_zone in replica_azs,
                 not (prefer and agent_named(agent, prefer)),
                 busy_count[agent_id] if busy else 0,
+                over_cap(agent_id),
                 weight[agent_id],
                 count[agent_id],
                 agent_id,
@@ -173,14 +199,17 @@ class Targets:
 
 
 class _LeastLoaded:
-    """Lazy heaps of pool agents by (busy,) weighted load, count, id. Pure.
+    """Lazy heaps of pool agents by (busy,) past the recovery cap, weighted load, count, id.
 
     An entry is current when it equals the agent's key now; agents whose load
     changed (``PlanState.changed``) get fresh entries before each look-up.
     """
 
-    def __init__(self, pool: tuple[Agent, ...], state: PlanState) -> None:
+    def __init__(
+        self, pool: tuple[Agent, ...], state: PlanState, over_cap: Callable[[str], int]
+    ) -> None:
         self.state = state
+        self.over_cap = over_cap  # changes only with a placement on the agent: in ``changed``
         self.in_pool = {a.id for a in pool}
         self.busy_heap = [self._key(True, a.id) for a in pool]
         self.quiet_heap = [self._key(False, a.id) for a in pool]
@@ -190,7 +219,7 @@ class _LeastLoaded:
 
     def _key(self, busy: bool, agent_id: str) -> tuple[int | str, ...]:
         state = self.state
-        load = (state.weight[agent_id], state.count[agent_id], agent_id)
+        load = (self.over_cap(agent_id), state.weight[agent_id], state.count[agent_id], agent_id)
         return (state.busy[agent_id], *load) if busy else load
 
     def best(self, busy: bool, barred: set[str]) -> str | None:
