@@ -231,11 +231,8 @@ class HaltReason(StrEnum):
     """Why a safety gate stopped a plan or the daemon."""
 
     CONTROL_PLANE_SUSPECT = "control_plane_suspect"
-    TOO_MANY_DEAD = "too_many_dead"
     RECOVERY_GRACE = "recovery_grace"
-    SOURCE_ALIVE = "source_alive"
     NO_TARGETS = "no_targets"
-    BUDGET_EXHAUSTED = "budget_exhausted"
     AZ_OUTAGE = "az_outage"  # most agents of one availability zone missed heartbeats at once
     CLOCK_JUMP = "clock_jump"  # our wall clock or the server's heartbeat clock jumped
     STALE_SNAPSHOT = "stale_snapshot"  # the cycle's read failed or took longer than the interval

@@ -117,7 +117,7 @@ tests:
         values: '1x12'
       - series: 'l3ha_leader{{instance="b"}}'
         values: '0x12'
-      - series: 'l3ha_gate_halt_reason{{instance="a",reason="too_many_dead"}}'
+      - series: 'l3ha_gate_halt_reason{{instance="a",reason="control_plane_suspect"}}'
         values: '0 1x11'
       - series: 'l3ha_gate_halt_reason{{instance="b",reason="clock_jump"}}'
         values: '1x12'
@@ -134,7 +134,7 @@ tests:
       - eval_time: 7m
         alertname: L3haGateHalted
         exp_alerts:
-          - exp_labels: {{severity: critical, reason: too_many_dead}}
+          - exp_labels: {{severity: critical, reason: control_plane_suspect}}
       - eval_time: 5m
         alertname: L3haUnhostedRouters
         exp_alerts:

@@ -67,7 +67,7 @@ def test_loop_updates_are_visible_in_a_scrape(served: tuple[WatchMetrics, Metric
     metrics.count_move("agent_dead", "done")
     metrics.count_move("agent_dead", "done")
     metrics.count_move("agent_dead", "failed")
-    metrics.set_gate(True, "too_many_dead")
+    metrics.set_gate(True, "az_outage")
     metrics.observe_cycle(0.3)
     metrics.observe_cycle(4.0)
     metrics.set_leader(True)
@@ -84,7 +84,7 @@ def test_loop_updates_are_visible_in_a_scrape(served: tuple[WatchMetrics, Metric
     assert value(s, "l3ha_moves_total", reason="agent_dead", outcome="done") == 2
     assert value(s, "l3ha_moves_total", reason="agent_dead", outcome="failed") == 1
     assert value(s, "l3ha_gate_halted") == 1
-    assert value(s, "l3ha_gate_halt_reason", reason="too_many_dead") == 1
+    assert value(s, "l3ha_gate_halt_reason", reason="az_outage") == 1
     assert value(s, "l3ha_gate_halt_reason", reason="control_plane_suspect") == 0
     assert value(s, "l3ha_cycle_duration_seconds_count") == 2
     assert value(s, "l3ha_cycle_duration_seconds_sum") == pytest.approx(4.3)

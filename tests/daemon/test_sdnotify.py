@@ -36,8 +36,8 @@ def test_every_message_reaches_a_path_socket(listener: tuple[socket.socket, str]
     assert received(sock) == "READY=1\nSTATUS=observed 5 agents"
     assert notifier.watchdog()
     assert received(sock) == "WATCHDOG=1"
-    assert notifier.status("leader\nhalted: too_many_dead")
-    assert received(sock) == "STATUS=leader halted: too_many_dead"
+    assert notifier.status("leader\nhalted: az_outage")
+    assert received(sock) == "STATUS=leader halted: az_outage"
     assert notifier.reloading()
     assert received(sock) == "RELOADING=1"
     assert notifier.stopping()

@@ -204,3 +204,27 @@ def test_many_dead_dhcp_agents_at_once_trip_the_fleet_gate(
     assert "refusing to evacuate (override with --force)" in err
     assert _bindings(dhcp_env.snapshot()) == before
     assert _operations(dhcp_env) == 0
+
+
+def test_history_names_the_networks_and_hosts_of_dhcp_moves(
+    dhcp_env: DhcpCloudEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = dhcp_env.snapshot()
+    victims = dhcp_env.networks_on("net-1", before)
+    names = {n.id: n.name for n in before.networks}
+    assert victims and all(names[v] for v in victims)
+    dhcp_env.emu.faults.kill_agent("net-1")
+    wait_for(lambda: dead(dhcp_env, "net-1"), 10, "net-1 reported dead")
+    assert main(["dhcp", "evacuate", "net-1", "--port-timeout", "20"]) == 0
+    capsys.readouterr()
+    assert main(["history", "--moves", "--long", "-f", "json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out[out.index("[") :])
+    assert {r["network_id"] for r in rows} == victims
+    for row in rows:
+        assert row["network"] == names[row["network_id"]] != row["network_id"]
+        assert row["source"] == "net-1"
+        assert row["target"].startswith("net-") and row["target"] != row["target_id"]
+    assert main(["history", "--moves"]) == 0
+    table = capsys.readouterr().out
+    assert all(names[v] in table for v in victims)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from l3ha.daemon.decide import decide_dhcp, overlay_dhcp
+from l3ha.daemon.decide import decide_dhcp, overlay
 from l3ha.dhcp_audit import audit_dhcp, worst
 from l3ha.dhcp_model import DhcpBinding, DhcpSnapshot, Network
 from l3ha.hastate.audit import Severity
 from l3ha.health import Verdict
 from l3ha.model import Agent
-from l3ha.operations.dhcp import DhcpAction
+from l3ha.operations.request import DhcpAction
 
 AGENTS = tuple(Agent(f"d{i}", f"net-{i}") for i in range(1, 4))
 
@@ -24,7 +24,7 @@ def test_a_dead_agent_hosting_networks_is_evacuated_and_nothing_else_is_done() -
     verdicts = {"d1": Verdict.DEAD, "d2": Verdict.ALIVE, "d3": Verdict.SUSPECT}
     decisions = decide_dhcp(snap, verdicts, 1)
     assert [(d.action, d.agent) for d in decisions] == [(DhcpAction.EVACUATE, "d1")]
-    world = overlay_dhcp(snap, verdicts)
+    world = overlay(snap, verdicts)
     # only l3ha's DEAD verdict makes an agent dead; a suspect one still counts as alive
     assert [a.alive for a in world.agents] == [False, True, True]
 

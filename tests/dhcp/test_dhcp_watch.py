@@ -64,6 +64,18 @@ def test_watch_moves_a_dead_hosts_networks_to_live_agents_with_active_ports(
     assert watch.terminate() == 0
     moved = {e["network"] for e in watch.events("dhcp_move") if e["outcome"] == "moved"}
     assert moved == victims
+    # every event names the host and the network beside the ids
+    snap = env.snapshot()
+    dead_id = snap.find_agent("net-1").id
+    names = {n.id: n.name for n in snap.networks}
+    for e in watch.events("dhcp_move"):
+        assert e["network_name"] == names[str(e["network"])] != ""
+        assert (e["source"], e["source_host"]) == (dead_id, "net-1")
+        assert str(e["target_host"]).startswith("net-") and e["target"] != e["target_host"]
+    (action,) = watch.events("dhcp_action")
+    assert (action["agent"], action["agent_host"]) == (dead_id, "net-1")
+    verdicts = [e for e in watch.events("dhcp_verdict") if e["agent"] == "net-1"]
+    assert verdicts and {e["agent_id"] for e in verdicts} == {dead_id}
 
 
 def test_a_broker_outage_makes_no_dhcp_move(dhcp_scene: Scene) -> None:

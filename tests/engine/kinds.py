@@ -25,8 +25,8 @@ from l3ha.journal import Journal, MoveStep
 from l3ha.model import Move, MoveKind, Snapshot
 from l3ha.operations.actions import run_action
 from l3ha.operations.context import OperationContext
-from l3ha.operations.dhcp import DhcpAction, DhcpContext, DhcpRequest, run_dhcp_action
-from l3ha.operations.request import Action, ActionRequest
+from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
+from l3ha.operations.request import Action, ActionRequest, DhcpAction, DhcpRequest
 
 #: Executor options of the suite: one move at a time, so "started" is countable.
 OPTIONS = ExecutorOptions(
@@ -254,7 +254,7 @@ class DhcpKind(_Kind):
             move_budget=ask.budget,
         )
         result = run_dhcp_action(ctx, request)
-        runs = [e.run for e in result.runs]
+        runs = [e.run for e in result.executed]
         return Ran(
             result.exit_code,
             tuple(r.outcome.value for run in runs for r in run.results),

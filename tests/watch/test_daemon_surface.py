@@ -61,6 +61,10 @@ def test_dry_run_logs_the_moves_it_would_make_and_changes_nothing(cloud: Scene) 
     # each move names the host and the router beside the ids
     assert {e["source_host"] for e in watch.events("move")} == {"net-3"}
     assert all(e["router_name"] and e["target_host"] for e in watch.events("move"))
+    action = watch.wait_event("action", action="evacuate")
+    assert action["agent_host"] == "net-3" and action["agent"] != "net-3"
+    dead = watch.wait_event("verdict", agent="net-3", verdict="dead")
+    assert dead["agent_id"] == action["agent"]
     assert changed(before, cloud.bindings()) == []
     assert watch.terminate() == 0
 

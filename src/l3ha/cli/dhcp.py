@@ -157,7 +157,8 @@ def _run_action(args: argparse.Namespace) -> int:
     from l3ha.cli.actions import _journal_exists, _say, executor_options, open_journal
     from l3ha.clock import SystemClock
     from l3ha.cloud.dhcp import NeutronDhcp
-    from l3ha.operations.dhcp import DhcpAction, DhcpContext, DhcpRequest, run_dhcp_action
+    from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
+    from l3ha.operations.request import DhcpAction, DhcpRequest
 
     request = DhcpRequest(
         action=DhcpAction(f"dhcp-{args.dhcp_action}"),
@@ -183,7 +184,7 @@ def _print_result(result: DhcpResult, fmt: str) -> None:
         emit_document(
             {
                 "action": result.action.value,
-                "runs": [e.run.summary() for e in result.runs],
+                "runs": [e.run.summary() for e in result.executed],
                 "agent_changes": [
                     {"agent": c.change.host, "outcome": c.outcome.value, "detail": c.detail}
                     for c in result.changes
@@ -194,7 +195,7 @@ def _print_result(result: DhcpResult, fmt: str) -> None:
             fmt,
         )
         return
-    for executed in result.runs:
+    for executed in result.executed:
         _print_run(executed)
     for change in result.changes:
         verb = "enable" if change.change.admin_state_up else "disable"

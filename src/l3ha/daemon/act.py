@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from l3ha.daemon.decide import Decision, overlay, targets
-from l3ha.daemon.logevents import event
+from l3ha.daemon.logevents import event, host_names, named
 from l3ha.daemon.world import WorldCache
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import MoveOutcome, MoveResult
@@ -76,7 +76,7 @@ class Hands:
         for decision in decisions:
             remaining = budget - acted.moves_started
             if remaining <= 0:
-                event("budget_exhausted", logging.WARNING, action=decision.action.value)
+                event("budget_exhausted", logging.WARNING, **self._about(decision))
                 break
             acted = self._one(decision, verdict_of, remaining, acted)
         return acted
@@ -86,14 +86,14 @@ class Hands:
     ) -> Acted:
         request = self._request(decision, verdict_of, budget)
         ctx = replace(self.ctx, observer=lambda ha: self._world(ha, verdict_of))
-        event("action", action=decision.action.value, agent=decision.agent, reason=decision.reason)
+        event("action", **self._about(decision), reason=decision.reason)
         try:
             result = run_action(ctx, request)
         except SafetyHaltError as exc:
-            event("refused", logging.WARNING, action=decision.action.value, reason=str(exc))
+            event("refused", logging.WARNING, **self._about(decision), reason=str(exc))
             return replace(acted, refusals=(*acted.refusals, (decision, str(exc))))
         except L3haError as exc:
-            event("action_error", logging.ERROR, action=decision.action.value, error=str(exc))
+            event("action_error", logging.ERROR, **self._about(decision), error=str(exc))
             self.world.force_full = True
             return replace(acted, errors=(*acted.errors, (decision, str(exc))))
         started = self._report(decision, result)
@@ -103,6 +103,11 @@ class Hands:
             results=(*acted.results, (decision, result)),
             moves_started=acted.moves_started + started,
         )
+
+    def _about(self, decision: Decision) -> dict[str, object]:
+        """An action event's fields: the action, its agent's id and host."""
+        hosts = host_names(self.world.snapshot)
+        return {"action": decision.action.value, **named("agent", decision.agent, hosts)}
 
     def _request(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int
@@ -137,26 +142,18 @@ class Hands:
 
 def _log_move(decision: Decision, move: MoveResult, snapshot: Snapshot) -> None:
     """One ``move`` event: the ids, and the router's name and the agents' hosts beside them."""
-    target = move.target or move.move.target
     router = snapshot.routers_by_id.get(move.router_id)
+    hosts = host_names(snapshot)
     event(
         "move",
         action=decision.action.value,
-        router=move.router_id,
-        router_name=router.name if router else "",
+        **named("router", move.router_id, {move.router_id: router.name} if router else {}, "name"),
         kind=move.move.kind.value,
-        source=move.move.source,
-        source_host=_host(snapshot, move.move.source),
-        target=target,
-        target_host=_host(snapshot, target),
+        **named("source", move.move.source, hosts),
+        **named("target", move.target or move.move.target, hosts),
         outcome=move.outcome.value,
         reason=move.reason,
     )
-
-
-def _host(snapshot: Snapshot, agent_id: str | None) -> str:
-    agent = snapshot.agents_by_id.get(agent_id) if agent_id else None
-    return agent.host if agent else ""
 
 
 def _touched(result: ActionResult) -> set[str]:
@@ -165,14 +162,3 @@ def _touched(result: ActionResult) -> set[str]:
         for move in run.results:
             touched.update(a for a in (move.move.source, move.move.target, move.target) if a)
     return touched
-
-
-def moved_counts(acted: Acted) -> dict[tuple[str, str], int]:
-    """Moves per (action, outcome), for the metrics."""
-    counts: dict[tuple[str, str], int] = {}
-    for decision, result in acted.results:
-        for run in result.runs:
-            for move in run.results:
-                key = (decision.action.value, move.outcome.value)
-                counts[key] = counts.get(key, 0) + 1
-    return counts

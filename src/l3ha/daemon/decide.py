@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
-from l3ha.operations import Action
-from l3ha.operations.dhcp import DhcpAction
+from l3ha.operations.request import Action, DhcpAction
+
+W = TypeVar("W", Snapshot, DhcpSnapshot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +35,9 @@ class Decision:
     agent: str | None = None
 
 
-def overlay(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> Snapshot:
-    """The snapshot with each agent's ``alive`` replaced by l3ha's own judgement."""
+def overlay(snapshot: W, verdict_of: Mapping[str, Verdict]) -> W:
+    """The snapshot (of any kind) with each agent's ``alive`` replaced by l3ha's own
+    judgement."""
     agents = tuple(
         replace(a, alive=verdict_of.get(a.id, Verdict.ALIVE) is not Verdict.DEAD)
         for a in snapshot.agents
@@ -92,15 +95,6 @@ class DhcpDecision:
     agent: str | None = None
 
 
-def overlay_dhcp(snapshot: DhcpSnapshot, verdict_of: Mapping[str, Verdict]) -> DhcpSnapshot:
-    """The DHCP snapshot with each DHCP agent's ``alive`` replaced by l3ha's own judgement."""
-    agents = tuple(
-        replace(a, alive=verdict_of.get(a.id, Verdict.ALIVE) is not Verdict.DEAD)
-        for a in snapshot.agents
-    )
-    return replace(snapshot, agents=agents)
-
-
 def decide_dhcp(
     snapshot: DhcpSnapshot, verdict_of: Mapping[str, Verdict], agents_per_network: int
 ) -> list[DhcpDecision]:
@@ -111,7 +105,7 @@ def decide_dhcp(
         for a in sorted(snapshot.agents, key=lambda a: a.host)
         if verdict_of.get(a.id) is Verdict.DEAD and snapshot.networks_of_agent(a.id)
     ]
-    world = overlay_dhcp(snapshot, verdict_of)
+    world = overlay(snapshot, verdict_of)
     short = [
         n.id
         for n in world.networks

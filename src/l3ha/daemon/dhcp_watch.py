@@ -23,14 +23,13 @@ from dataclasses import dataclass, field, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.daemon.decide import DhcpDecision, decide_dhcp, overlay_dhcp, targets
-from l3ha.daemon.logevents import event
+from l3ha.daemon.decide import DhcpDecision, decide_dhcp, overlay, targets
+from l3ha.daemon.logevents import event, host_names, log_verdict_changes, named
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
-from l3ha.executor.dhcp import DhcpOutcome
+from l3ha.executor.dhcp import DhcpMoveResult, DhcpOutcome
 from l3ha.health import (
-    CALM_VERDICTS,
     HealthPolicy,
     HealthState,
     Verdict,
@@ -40,7 +39,8 @@ from l3ha.health import (
 )
 from l3ha.journal import Journal
 from l3ha.model import Halt
-from l3ha.operations.dhcp import DhcpContext, DhcpRequest, DhcpResult, run_dhcp_action
+from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
+from l3ha.operations.request import DhcpRequest
 
 #: Outcomes that did not start a move (they cost no budget).
 _NOT_STARTED = frozenset({DhcpOutcome.SKIPPED, DhcpOutcome.PLANNED})
@@ -102,7 +102,7 @@ class DhcpWatch:
         counts = self._network_counts()
         judged = verdicts(self.state, agents, now, self.policy, counts)
         changed = any(self.previous.get(a) is not v for a, v in judged.items())
-        self._report_verdicts(judged, {a.id: a.host for a in agents})
+        log_verdict_changes("dhcp_verdict", judged, self.previous, {a.id: a.host for a in agents})
         self.previous = dict(judged)
         halts = tuple(fleet_halts(self.state, judged, now, self.policy))
         self._report_halts(halts)
@@ -117,9 +117,14 @@ class DhcpWatch:
             return DhcpCycle(judged, halts)
         decisions = decide_dhcp(self.world, judged, self.agents_per_network)
         if decisions and budget <= 0:
-            event("dhcp_budget_exhausted", logging.WARNING, action=decisions[0].action.value)
+            event("dhcp_budget_exhausted", logging.WARNING, **self._about(decisions[0]))
             return DhcpCycle(judged)
         return self._act(decisions, judged, budget, execution, should_stop)
+
+    def _about(self, decision: DhcpDecision) -> dict[str, object]:
+        """A DHCP action event's fields: the action, its agent's id and host."""
+        hosts = host_names(self.world)
+        return {"action": decision.action.value, **named("agent", decision.agent, hosts)}
 
     def _network_counts(self) -> dict[str, int]:
         if self.world is None:
@@ -135,18 +140,6 @@ class DhcpWatch:
             event("dhcp_resumed", reason="every DHCP gate has cleared")
         self._halts = set(keys)
 
-    def _report_verdicts(self, judged: dict[str, Verdict], hosts: dict[str, str]) -> None:
-        for agent_id, verdict in sorted(judged.items()):
-            before = self.previous.get(agent_id)
-            if before is not verdict:
-                event(
-                    "dhcp_verdict",
-                    logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
-                    agent=hosts.get(agent_id, agent_id),
-                    verdict=verdict.value,
-                    was=before.value if before else None,
-                )
-
     def _act(
         self,
         decisions: list[DhcpDecision],
@@ -159,7 +152,7 @@ class DhcpWatch:
         for decision in decisions:
             remaining = budget - done.moves_started
             if remaining <= 0:
-                event("dhcp_budget_exhausted", logging.WARNING, action=decision.action.value)
+                event("dhcp_budget_exhausted", logging.WARNING, **self._about(decision))
                 break
             done = self._one(
                 decision, judged, remaining, execution=execution, should_stop=should_stop, done=done
@@ -192,36 +185,23 @@ class DhcpWatch:
             self.journal,
             self.clock,
             notify=lambda text: event("notice", message=text),
-            observer=lambda: overlay_dhcp(self.cloud.read_dhcp_snapshot(), judged),
+            observer=lambda: overlay(self.cloud.read_dhcp_snapshot(), judged),
             should_stop=should_stop,
         )
-        event(
-            "dhcp_action",
-            action=decision.action.value,
-            agent=decision.agent,
-            reason=decision.reason,
-        )
+        event("dhcp_action", **self._about(decision), reason=decision.reason)
         try:
             result = run_dhcp_action(ctx, request)
         except SafetyHaltError as exc:
-            event("dhcp_refused", logging.WARNING, action=decision.action.value, reason=str(exc))
+            event("dhcp_refused", logging.WARNING, **self._about(decision), reason=str(exc))
             return replace(done, refusals=(*done.refusals, (decision, str(exc))))
         except L3haError as exc:
-            event("dhcp_action_error", logging.ERROR, action=decision.action.value, error=str(exc))
+            event("dhcp_action_error", logging.ERROR, **self._about(decision), error=str(exc))
             return replace(done, error=str(exc))
         started = 0
-        for executed in result.runs:
+        for executed in result.executed:
             for move in executed.run.results:
                 started += move.outcome not in _NOT_STARTED
-                event(
-                    "dhcp_move",
-                    action=decision.action.value,
-                    network=move.move.network_id,
-                    source=move.move.source,
-                    target=move.target or move.move.target,
-                    outcome=move.outcome.value,
-                    reason=move.reason,
-                )
+                _log_move(decision, move, executed.snapshot)
         return replace(
             done,
             results=(*done.results, (decision, result)),
@@ -229,12 +209,17 @@ class DhcpWatch:
         )
 
 
-def dhcp_moved_counts(cycle: DhcpCycle) -> dict[tuple[str, str], int]:
-    """DHCP moves per (action, outcome), for the metrics."""
-    counts: dict[tuple[str, str], int] = {}
-    for decision, result in cycle.results:
-        for executed in result.runs:
-            for move in executed.run.results:
-                key = (decision.action.value, move.outcome.value)
-                counts[key] = counts.get(key, 0) + 1
-    return counts
+def _log_move(decision: DhcpDecision, move: DhcpMoveResult, snapshot: DhcpSnapshot) -> None:
+    """One ``dhcp_move`` event: the ids, and the network's name and the agents' hosts beside."""
+    network = snapshot.networks_by_id.get(move.move.network_id)
+    names = {network.id: network.name} if network is not None else {}
+    hosts = host_names(snapshot)
+    event(
+        "dhcp_move",
+        action=decision.action.value,
+        **named("network", move.move.network_id, names, "name"),
+        **named("source", move.move.source, hosts),
+        **named("target", move.target or move.move.target, hosts),
+        outcome=move.outcome.value,
+        reason=move.reason,
+    )

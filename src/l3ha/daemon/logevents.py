@@ -1,6 +1,13 @@
 """Structured log events of the daemon: one event per decision, with its reason. I/O: logging.
 
-``event(name, **fields)`` logs through the ``l3ha.watch`` logger;
+``event(name, **fields)`` logs through the ``l3ha.watch`` logger. An event
+about an agent or an object names it twice: its id (the field itself) and its
+name beside it (``named``: ``agent``/``agent_host``, ``network``/``network_name``),
+so a reader needs no second lookup and a program keeps the id (a verdict
+event's ``agent`` is the host, as it always was, with ``agent_id`` beside it).
+What both kinds' halves of a cycle report the same way is here once:
+``log_verdict_changes`` (one event per agent whose verdict changed) and
+``moves_by_outcome`` (a cycle's moves per action and outcome, for the metrics).
 ``configure(fmt)`` installs a handler on stderr that writes each record as
 text (``2026-12-01T10:00:00Z INFO evacuate agent=net-3 reason=...``) or as
 one JSON object per line (``--log-format json``), fields included.
@@ -11,17 +18,78 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TextIO
+from enum import StrEnum
+from typing import Any, Protocol, TextIO
+
+from l3ha.dhcp_model import DhcpSnapshot
+from l3ha.health import CALM_VERDICTS, Verdict
+from l3ha.model import Snapshot
+from l3ha.operations.request import OperationResult
 
 log = logging.getLogger("l3ha.watch")
 
 _FIELDS = "l3ha_fields"
 
 
-def event(name: str, level: int = logging.INFO, **fields: object) -> None:
+def event(name: str, level: int = logging.INFO, /, **fields: object) -> None:
     """Log one event with its fields."""
     log.log(level, "%s", name, extra={_FIELDS: fields})
+
+
+def named(
+    field: str, object_id: str | None, names: Mapping[str, str], suffix: str = "host"
+) -> dict[str, object]:
+    """The fields that name one thing of an event: ``field`` its id, ``field_suffix`` its
+    name (a host, a router's or network's name; "" when unknown)."""
+    name = names.get(object_id, "") if object_id else ""
+    return {field: object_id, f"{field}_{suffix}": name}
+
+
+def host_names(snapshot: Snapshot | DhcpSnapshot | None) -> dict[str, str]:
+    """Agent id -> host, from any kind's snapshot (none: nothing known)."""
+    return {a.id: a.host for a in snapshot.agents} if snapshot is not None else {}
+
+
+def log_verdict_changes(
+    name: str,
+    verdicts: Mapping[str, Verdict],
+    before: Mapping[str, Verdict],
+    hosts: Mapping[str, str],
+) -> None:
+    """One ``name`` event per agent whose verdict is not what it was ``before`` (any kind
+    of agent): ``agent`` its host, ``agent_id``, ``verdict`` and ``was``; a warning unless
+    the new verdict is calm."""
+    for agent_id, verdict in sorted(verdicts.items()):
+        was = before.get(agent_id)
+        if was is not verdict:
+            event(
+                name,
+                logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
+                agent=hosts.get(agent_id, agent_id),
+                agent_id=agent_id,
+                verdict=verdict.value,
+                was=was.value if was else None,
+            )
+
+
+def moves_by_outcome(
+    results: Iterable[tuple[_Decided, OperationResult[Any, Any]]],
+) -> dict[tuple[str, str], int]:
+    """Moves per (action, outcome) of a cycle's results, any kind, for the metrics."""
+    counts: dict[tuple[str, str], int] = {}
+    for decision, result in results:
+        for executed in result.executed:
+            for move in executed.run.results:
+                key = (decision.action.value, move.outcome.value)
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+class _Decided(Protocol):
+    @property
+    def action(self) -> StrEnum: ...
 
 
 def _timestamp(record: logging.LogRecord) -> str:

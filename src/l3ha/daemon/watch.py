@@ -34,13 +34,13 @@ from pathlib import Path
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.daemon.act import Acted, Hands, moved_counts
+from l3ha.daemon.act import Acted, Hands
 from l3ha.daemon.budget import MoveBudget
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec
 from l3ha.daemon.decide import Decision, decide
-from l3ha.daemon.dhcp_watch import DhcpCycle, DhcpWatch, dhcp_moved_counts
+from l3ha.daemon.dhcp_watch import DhcpCycle, DhcpWatch
 from l3ha.daemon.leader import Leadership
-from l3ha.daemon.logevents import event
+from l3ha.daemon.logevents import event, host_names, log_verdict_changes, moves_by_outcome
 from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.observe import Observer, ProbeSettings, View
 from l3ha.daemon.sdnotify import Notifier
@@ -48,7 +48,7 @@ from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
-from l3ha.health import CALM_VERDICTS, HealthPolicy, Verdict, summarize
+from l3ha.health import HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal, OperationStatus
 from l3ha.measurement import Weigher
 from l3ha.model import Halt, Snapshot
@@ -300,7 +300,7 @@ class Watcher:
         self.budget.spend(done.moves_started, self.clock.monotonic())
         self._dhcp_last = done
         if self.parts.metrics is not None:
-            for (action, outcome), count in dhcp_moved_counts(done).items():
+            for (action, outcome), count in moves_by_outcome(done.results).items():
                 self.parts.metrics.count_move(action, outcome, count)
 
     # --- reporting --------------------------------------------------------
@@ -308,17 +308,7 @@ class Watcher:
     def _report_view(self, view: View) -> None:
         snapshot = view.snapshot
         if snapshot is not None:
-            hosts = {a.id: a.host for a in snapshot.agents}
-            for agent_id, verdict in sorted(view.verdicts.items()):
-                before = self._verdicts.get(agent_id)
-                if before is not verdict:
-                    event(
-                        "verdict",
-                        logging.INFO if verdict in CALM_VERDICTS else logging.WARNING,
-                        agent=hosts.get(agent_id, agent_id),
-                        verdict=verdict.value,
-                        was=before.value if before else None,
-                    )
+            log_verdict_changes("verdict", view.verdicts, self._verdicts, host_names(snapshot))
             self._verdicts = dict(view.verdicts)
         keys = {_halt_key(h): h for h in view.halts}
         for key, halt in keys.items():  # each halt is logged when it begins
@@ -380,7 +370,7 @@ class Watcher:
             metrics.count_api_error("read")
         for decision, _error in acted.errors:
             metrics.count_api_error(decision.action.value)
-        for (action, outcome), count in moved_counts(acted).items():
+        for (action, outcome), count in moves_by_outcome(acted.results).items():
             metrics.count_move(action, outcome, count)
         snapshot = view.snapshot
         if snapshot is None:

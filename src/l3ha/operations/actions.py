@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from l3ha.errors import NotFoundError, SafetyHaltError
 from l3ha.executor import (
-    AgentChange,
     AgentChangeOutcome,
     MoveOutcome,
     RunResult,
@@ -25,11 +24,16 @@ from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
 from l3ha.journal import OperationRecord
 from l3ha.journal.history import recorded_names
 from l3ha.model import Agent, Binding, MoveKind, Plan, Snapshot
-from l3ha.operations.context import OperationContext, agent_of_another_kind
+from l3ha.operations.context import (
+    OperationContext,
+    agent_of_another_kind,
+    drain_change,
+    operation_args,
+    undrain_change,
+)
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
-    DRAIN_MARK,
     Action,
     ActionRequest,
     ActionResult,
@@ -121,13 +125,7 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     agent = snapshot.find_agent(request.agent or "")
     first = _execute(ctx, request, snapshot, make_plan(request, snapshot))
     steps: list[Step] = [first]
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "drain: no router left on the agent",
-        admin_state_up=False,
-        description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
-    )
+    change = drain_change(agent, snapshot.observed_at, "drain: no router left on the agent")
     if request.dry_run:
         if first.exit_code != 0:  # as the real run would: the agent stays enabled
             ctx.notify(
@@ -184,13 +182,7 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Enable an agent again (clearing l3ha's drain mark); with ``rebalance_after``, refill it."""
     snapshot = ctx.observe()
     agent = snapshot.find_agent(request.agent or "")
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "undrain: back in service",
-        admin_state_up=True,
-        description="" if agent.description.startswith(DRAIN_MARK) else None,
-    )
+    change = undrain_change(agent, "undrain: back in service")
     enabled = ctx.executor(request.execution).change_agent(change, agent)
     steps: list[Step] = [AgentChanged(enabled)]
     if not enabled.ok:
@@ -208,7 +200,13 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         steps.append(_execute(ctx, again, world, make_plan(again, world)))
         return ActionResult(request.action, tuple(steps))
     refill = rebalance(ctx, again)
-    return replace(refill, action=request.action, steps=(*steps, *refill.steps))
+    return ActionResult(
+        request.action,
+        (*steps, *refill.steps),
+        refill.problems,
+        refill.recovered_ok,
+        refill.follow_up_code,
+    )
 
 
 # --- the shared flow ---------------------------------------------------------
@@ -240,12 +238,7 @@ def _execute(
         request.action.value,
         fallback_targets=snapshot_candidates(snapshot, _allowed(request, snapshot)),
         progress=ctx.progress,
-        args={
-            "command": request.action.value,
-            "agent": request.agent,
-            **dict(request.journal_args),
-            "names": recorded_names(snapshot, plan.moves),
-        },
+        args=operation_args(request, recorded_names(snapshot, plan.moves)),
         require_dead_source=False if request.force else None,
         should_stop=ctx.should_stop,
         routers=snapshot.routers_by_id,

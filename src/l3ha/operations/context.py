@@ -1,7 +1,9 @@
 """What every operation runs over: the cloud, the journal, the clock, and where it reports.
 
 I/O: none itself but ``agent_of_another_kind``'s one read; it holds the handles
-the operations use. ``observe``
+the operations use, and what operations of every kind share: the journal
+arguments of an operation (``operation_args``) and the agent changes of a drain
+and an undrain (``drain_change``, ``undrain_change``). ``observe``
 reads the world an operation plans on; it defaults to a fresh snapshot of
 the cloud, and the watch daemon hands in its own (a snapshot in which each
 agent's ``alive`` is l3ha's own verdict, not the server's flag).
@@ -10,15 +12,19 @@ agent's ``alive`` is l3ha's own verdict, not the server's flag).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.errors import L3haError, NotFoundError
-from l3ha.executor import Executor, ExecutorOptions, Progress
+from l3ha.executor import AgentChange, Executor, ExecutorOptions, Progress
 from l3ha.journal import Journal
-from l3ha.model import Snapshot
+from l3ha.journal.history import NAMES
+from l3ha.model import Agent, Snapshot
+from l3ha.operations.request import DRAIN_MARK
 
 log = logging.getLogger("l3ha.operations")
 
@@ -56,6 +62,52 @@ class OperationContext:
 
     def executor(self, options: ExecutorOptions) -> Executor:
         return Executor(self.cloud, self.journal, self.clock, options)
+
+
+class _Asked(Protocol):
+    @property
+    def action(self) -> StrEnum: ...
+
+    @property
+    def agent(self) -> str | None: ...
+
+    @property
+    def journal_args(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def operation_args(request: _Asked, names: Mapping[str, str]) -> dict[str, object]:
+    """What the journal records with an operation of any kind: the command, its agent,
+    who asked (``journal_args``) and the names it saw (host and object names by id)."""
+    return {
+        "command": request.action.value,
+        "agent": request.agent,
+        **dict(request.journal_args),
+        NAMES: dict(names),
+    }
+
+
+def drain_change(agent: Agent, observed_at: str, reason: str) -> AgentChange:
+    """What a drain of any kind does to its agent at the end: disable it and mark it
+    drained (with when the drain saw the cloud)."""
+    return AgentChange(
+        agent.id,
+        agent.host,
+        reason,
+        admin_state_up=False,
+        description=f"{DRAIN_MARK} {observed_at}".strip(),
+    )
+
+
+def undrain_change(agent: Agent, reason: str) -> AgentChange:
+    """What an undrain of any kind does to its agent: enable it and clear l3ha's drain
+    mark (only that mark: a description someone else wrote stays)."""
+    return AgentChange(
+        agent.id,
+        agent.host,
+        reason,
+        admin_state_up=True,
+        description="" if agent.description.startswith(DRAIN_MARK) else None,
+    )
 
 
 def agent_of_another_kind(

@@ -15,22 +15,33 @@ a restored host's networks to it) call this. Gates raise
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK, DhcpMove, DhcpPlan, DhcpSnapshot, usable
+from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult, ExecutorOptions
+from l3ha.executor import AgentChangeOutcome
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.actions import DRAIN_PASSES
-from l3ha.operations.context import Notify, log_notice
+from l3ha.operations.context import (
+    Notify,
+    drain_change,
+    log_notice,
+    operation_args,
+    undrain_change,
+)
 from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
-from l3ha.operations.request import DRAIN_MARK
+from l3ha.operations.request import (
+    AgentChanged,
+    DhcpAction,
+    DhcpRequest,
+    OperationResult,
+    PlanExecuted,
+)
 from l3ha.planner.dhcp import (
     DhcpPolicy,
     plan_dhcp_drain,
@@ -38,38 +49,6 @@ from l3ha.planner.dhcp import (
     plan_dhcp_repair,
     plan_dhcp_return,
 )
-
-
-class DhcpAction(StrEnum):
-    """The DHCP actions."""
-
-    EVACUATE = "dhcp-evacuate"
-    DRAIN = "dhcp-drain"
-    UNDRAIN = "dhcp-undrain"
-    REPAIR = "dhcp-repair"
-    RETURN = "dhcp-return"
-
-
-@dataclass(frozen=True)
-class DhcpRequest:
-    """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
-    fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
-    back to ``agent``)."""
-
-    action: DhcpAction
-    agent: str | None = None
-    to: tuple[str, ...] = ()
-    agents_per_network: int = DEFAULT_AGENTS_PER_NETWORK
-    trim: bool = False
-    force: bool = False
-    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
-    move_budget: int | None = None
-    networks: tuple[str, ...] = ()
-    journal_args: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
 
 @dataclass
@@ -87,29 +66,12 @@ class DhcpContext:
         return self.observer() if self.observer is not None else self.cloud.read_dhcp_snapshot()
 
 
-@dataclass(frozen=True)
-class DhcpExecuted:
-    """A plan made on ``snapshot`` and what the executor did with it."""
-
-    plan: DhcpPlan
-    snapshot: DhcpSnapshot
-    run: DhcpRunResult
+class DhcpExecuted(PlanExecuted[DhcpPlan, DhcpSnapshot, DhcpRunResult]):
+    """A DHCP plan and its run."""
 
 
-@dataclass(frozen=True)
-class DhcpResult:
-    """Everything one DHCP action did, in order, and its exit code (0 done, 1 not)."""
-
-    action: DhcpAction
-    runs: tuple[DhcpExecuted, ...] = ()
-    changes: tuple[AgentChangeResult, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        bad_run = any(not e.run.ok for e in self.runs)  # a dry run: networks unplaced
-        bad_change = any(c.outcome is AgentChangeOutcome.FAILED for c in self.changes)
-        return 1 if bad_run or bad_change or self.problems else 0
+class DhcpResult(OperationResult[DhcpAction, DhcpExecuted]):
+    """What one DHCP action did, in order, and its exit code (0 done, 1 not)."""
 
 
 def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
@@ -151,13 +113,7 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     policy = _policy(request, snapshot)
     _gate_fleet(request, snapshot, "drain")
     first = _execute(ctx, request, snapshot, plan_dhcp_drain(snapshot, agent.id, policy))
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "dhcp drain: no network left on the agent",
-        admin_state_up=False,
-        description=f"{DRAIN_MARK} {snapshot.observed_at}".strip(),
-    )
+    change = drain_change(agent, snapshot.observed_at, "dhcp drain: no network left on the agent")
     if request.dry_run:
         if first.run.unplaced:  # as the real run would: the agent stays enabled
             ctx.notify(
@@ -166,18 +122,18 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
             )
             return DhcpResult(request.action, (first,), problems=("agent left enabled",))
         planned = change_dhcp_agent(ctx.cloud, None, ctx.clock, change, dry_run=True, current=agent)
-        return DhcpResult(request.action, (first,), (planned,))
-    runs = [first]
+        return DhcpResult(request.action, (first, AgentChanged(planned)))
+    runs: list[DhcpExecuted | AgentChanged] = [first]
     for _ in range(DRAIN_PASSES - 1):  # again while networks arrive on the agent
         again = ctx.observe()
         left = again.networks_of_agent(agent.id)
-        if not runs[-1].run.ok or not left:
+        if first.exit_code != 0 or not left:
             break
         ctx.notify(f"{len(left)} network(s) arrived on DHCP agent {agent.host} while it drained")
-        runs.append(_execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy)))
-    first = runs[-1]
+        first = _execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy))
+        runs.append(first)
     problems = _verify(ctx, first, agent)
-    if problems or not first.run.ok:
+    if problems or first.exit_code != 0:
         ctx.notify(
             f"DHCP agent {agent.host} left enabled: networks are still on it (a disabled "
             "agent drops its networks); fix the cause and drain again"
@@ -186,34 +142,29 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     disabled = change_dhcp_agent(
         ctx.cloud, ctx.journal, ctx.clock, change, dry_run=False, current=agent
     )
+    runs.append(AgentChanged(disabled))
     if not disabled.ok:
         ctx.notify(f"DHCP agent {agent.host} could not be disabled: {disabled.detail}")
-        return DhcpResult(request.action, tuple(runs), (disabled,))
+        return DhcpResult(request.action, tuple(runs))
     ctx.notify(f"DHCP agent {agent.host} disabled")
     late = ctx.observe()
     if late.networks_of_agent(agent.id):
         ctx.notify(f"{len(late.networks_of_agent(agent.id))} network(s) landed meanwhile")
         runs.append(_execute(ctx, request, late, plan_dhcp_drain(late, agent.id, policy)))
-    return DhcpResult(request.action, tuple(runs), (disabled,))
+    return DhcpResult(request.action, tuple(runs))
 
 
 def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """Enable a DHCP agent again, clearing l3ha's drain mark."""
     snapshot = ctx.observe()
     agent = snapshot.find_agent(request.agent or "")
-    change = AgentChange(
-        agent.id,
-        agent.host,
-        "dhcp undrain: back in service",
-        admin_state_up=True,
-        description="" if agent.description.startswith(DRAIN_MARK) else None,
-    )
+    change = undrain_change(agent, "dhcp undrain: back in service")
     result = change_dhcp_agent(
         ctx.cloud, ctx.journal, ctx.clock, change, dry_run=request.dry_run, current=agent
     )
     if result.outcome is AgentChangeOutcome.DONE:
         ctx.notify(f"DHCP agent {agent.host} enabled")
-    return DhcpResult(request.action, (), (result,))
+    return DhcpResult(request.action, (AgentChanged(result),))
 
 
 def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
@@ -283,16 +234,23 @@ def _execute(
         snapshot.agents_by_id,
         fallbacks=fallback_targets(snapshot, _policy(request, snapshot)) if fallbacks else None,
         require_dead_source=require_dead_source,
-        args={
-            "command": request.action.value,
-            "agent": request.agent,
-            **dict(request.journal_args),
-        },
+        args=operation_args(request, recorded_network_names(snapshot, plan.moves)),
         should_stop=ctx.should_stop,
     )
     if plan.unplaceable and not request.dry_run:
         ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
     return DhcpExecuted(plan, snapshot, run)
+
+
+def recorded_network_names(snapshot: DhcpSnapshot, moves: Sequence[DhcpMove]) -> dict[str, str]:
+    """What a DHCP operation records as its ``names`` (as a router operation does): every
+    DHCP agent's host, and the name of every network it moves that has one."""
+    names = {agent.id: agent.host for agent in snapshot.agents}
+    for move in moves:
+        network = snapshot.networks_by_id.get(move.network_id)
+        if network is not None and network.name:
+            names[move.network_id] = network.name
+    return names
 
 
 def fallback_targets(

@@ -5,17 +5,26 @@ rolling maintenance decides before an action runs: which action, on which
 agent or routers, where routers may go, how the executor runs (dry run
 included) and whether the safety gates may be overridden. An
 ``ActionResult`` is the ordered list of what happened (plans executed,
-agent changes made) and the exit code the command line uses.
+agent changes made) and the exit code the command line uses. ``DhcpAction`` and
+``DhcpRequest`` are the same for DHCP agents and their networks. The daemon's
+decisions name these actions without importing the operations that run them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from l3ha.executor import AgentChangeOutcome, AgentChangeResult, ExecutorOptions, RunResult
+from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
+from l3ha.executor.options import ExecutorOptions
+from l3ha.executor.outcome import PlanRun, RunResult
 from l3ha.model import Plan, Snapshot
 from l3ha.weights import WeightPolicy
+
+if TYPE_CHECKING:  # the agent changer does I/O; only its result's type is needed here
+    from l3ha.executor.agents import AgentChangeResult
 
 
 class Action(StrEnum):
@@ -28,6 +37,16 @@ class Action(StrEnum):
     REBALANCE = "rebalance"
     REPAIR = "repair"
     HA_REPAIR = "ha-repair"
+
+
+class DhcpAction(StrEnum):
+    """The DHCP actions."""
+
+    EVACUATE = "dhcp-evacuate"
+    DRAIN = "dhcp-drain"
+    UNDRAIN = "dhcp-undrain"
+    REPAIR = "dhcp-repair"
+    RETURN = "dhcp-return"
 
 
 #: Actions ``l3ha plan`` can plan offline.
@@ -80,21 +99,38 @@ class ActionRequest:
         return self.execution.dry_run
 
 
-@dataclass(frozen=True)
-class Executed:
-    """A plan made on ``snapshot`` and what the executor did with it (dry run: PLANNED)."""
+class _Plan(Protocol):
+    @property
+    def unplaceable(self) -> Sequence[object]: ...
 
-    plan: Plan
-    snapshot: Snapshot
-    run: RunResult
+
+P = TypeVar("P", bound=_Plan)
+S = TypeVar("S")
+R = TypeVar("R", bound="PlanRun[Any, Any]")
+A = TypeVar("A", bound=StrEnum)
+E = TypeVar("E", bound="PlanExecuted[Any, Any, Any]")
+
+
+@dataclass(frozen=True)
+class PlanExecuted(Generic[P, S, R]):
+    """A plan made on ``snapshot`` and what the executor did with it (dry run: PLANNED),
+    for every kind of placement."""
+
+    plan: P
+    snapshot: S
+    run: R
 
     @property
     def exit_code(self) -> int:
-        """1 when a move failed or a router could not be placed; a dry run, whose moves are
-        only planned, ends as the real run would for the routers it cannot place."""
+        """1 when a move failed or an object could not be placed; a dry run, whose moves are
+        only planned, ends as the real run would for the objects it cannot place."""
         if self.run.dry_run:
             return 1 if self.plan.unplaceable else 0
         return max(self.run.exit_code, 1 if self.plan.unplaceable else 0)
+
+
+class Executed(PlanExecuted[Plan, Snapshot, RunResult]):
+    """A router plan and its run."""
 
 
 @dataclass(frozen=True)
@@ -105,22 +141,23 @@ class AgentChanged:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.result.outcome is not AgentChangeOutcome.FAILED else 1
+        return 0 if self.result.ok else 1
 
 
 Step = Executed | AgentChanged
 
 
 @dataclass(frozen=True)
-class ActionResult:
-    """Everything one action did, in order, and its exit code.
+class OperationResult(Generic[A, E]):
+    """Everything one action did, in order (plans run, agent changes), and its exit code,
+    for every kind of placement.
 
-    Exit codes: 0 all done, 1 some moves failed, a router is unhosted or
+    Exit codes: 0 all done, 1 some moves failed, an object is unhosted or
     unplaced, or the action could not finish (``problems`` says why).
     """
 
-    action: Action
-    steps: tuple[Step, ...] = ()
+    action: A
+    steps: tuple[E | AgentChanged, ...] = ()
     problems: tuple[str, ...] = ()
     recovered_ok: bool = True
     follow_up_code: int = 0
@@ -133,5 +170,41 @@ class ActionResult:
         return max(codes, default=0)
 
     @property
+    def executed(self) -> tuple[E, ...]:
+        """The plans run, in order."""
+        return tuple(s for s in self.steps if not isinstance(s, AgentChanged))
+
+    @property
+    def changes(self) -> tuple[AgentChangeResult, ...]:
+        """The agent changes made, in order."""
+        return tuple(s.result for s in self.steps if isinstance(s, AgentChanged))
+
+
+class ActionResult(OperationResult[Action, Executed]):
+    """What one router action did."""
+
+    @property
     def runs(self) -> tuple[RunResult, ...]:
-        return tuple(s.run for s in self.steps if isinstance(s, Executed))
+        return tuple(e.run for e in self.executed)
+
+
+@dataclass(frozen=True)
+class DhcpRequest:
+    """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
+    fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
+    back to ``agent``)."""
+
+    action: DhcpAction
+    agent: str | None = None
+    to: tuple[str, ...] = ()
+    agents_per_network: int = DEFAULT_AGENTS_PER_NETWORK
+    trim: bool = False
+    force: bool = False
+    execution: ExecutorOptions = field(default_factory=ExecutorOptions)
+    move_budget: int | None = None
+    networks: tuple[str, ...] = ()
+    journal_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def dry_run(self) -> bool:
+        return self.execution.dry_run

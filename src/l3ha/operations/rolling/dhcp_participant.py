@@ -24,13 +24,8 @@ from l3ha.executor import AgentChange
 from l3ha.executor.dhcp import DhcpOutcome
 from l3ha.executor.dhcp_steps import change_dhcp_agent
 from l3ha.model import Agent
-from l3ha.operations.dhcp import (
-    DhcpAction,
-    DhcpContext,
-    DhcpRequest,
-    DhcpResult,
-    run_dhcp_action,
-)
+from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
+from l3ha.operations.request import DhcpAction, DhcpRequest
 from l3ha.operations.rolling.participants import CANARY_MARK, RunContext, StepResult
 
 #: Outcomes by which a network left (or came to) an agent.
@@ -43,7 +38,7 @@ def _problem(result: DhcpResult) -> str:
     failed = [c for c in result.changes if not c.ok]
     if failed:
         return f"agent change failed: {failed[0].detail}"
-    bad = [r for e in result.runs for r in e.run.results if r.outcome is DhcpOutcome.FAILED]
+    bad = [r for e in result.executed for r in e.run.results if r.outcome is DhcpOutcome.FAILED]
     if bad:
         return f"{len(bad)} network move(s) failed: {bad[0].reason}"
     return f"exit {result.exit_code}"
@@ -55,7 +50,7 @@ def _moved(
     return sorted(
         {
             r.move.network_id
-            for e in result.runs
+            for e in result.executed
             for r in e.run.results
             if r.outcome in _MOVED
             and (source is None or r.move.source == source)
@@ -148,7 +143,7 @@ class DhcpParticipant:
                 False, f"canary network {network} on {host}: {_problem(result)}", detail
             )
         pending = [
-            r for e in result.runs for r in e.run.results if r.outcome is DhcpOutcome.PENDING
+            r for e in result.executed for r in e.run.results if r.outcome is DhcpOutcome.PENDING
         ]
         if pending:
             return StepResult(

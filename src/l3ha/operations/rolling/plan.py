@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from l3ha.errors import BadInputError
-from l3ha.executor import ExecutorOptions
+from l3ha.executor.options import ExecutorOptions
 from l3ha.health import HealthPolicy
 from l3ha.operations.request import PlacementRequest
 from l3ha.weights import WeightPolicy
