@@ -4,8 +4,6 @@ emulator's ML2/OVN mode, and ``agent list`` / ``router list`` on it (in-process)
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,18 +13,8 @@ from l3ha.cloud.adapter import connect
 from l3ha.cloud.ovn import NeutronOvn
 from l3ha.emulator import CLOUD_NAME as CLOUD
 from l3ha.emulator import Emulator
-from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 from l3ha.errors import ConflictError
 from l3ha.ovn_model import Backend
-
-OVN = {"ovn": True, "ovn_chassis": 3, "routers": 6, **FAST}
-
-
-@pytest.fixture
-def emulator(tmp_path: Path) -> Iterator[Emulator]:
-    with emulated_cloud(Clocking.MANUAL, workdir=tmp_path, environ=os.environ, **OVN) as cloud:
-        assert cloud.emulator is not None
-        yield cloud.emulator
 
 
 def ovn_cloud() -> NeutronOvn:

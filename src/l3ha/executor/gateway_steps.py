@@ -1,0 +1,87 @@
+"""The writes of one gateway move and what it waits for. I/O: cloud (Neutron), journal.
+
+Each move re-reads the router's chassis group and the chassis' liveness first (the
+re-check), journals its intent (fsynced), then writes through ``cloud.ovn``, which reads
+every write back. A source chassis alive again is not removed (it would fail the router
+over: that is a drain's job, not an evacuation's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from l3ha.cloud.ovn import NeutronOvn
+from l3ha.executor.dhcp_steps import SkipMoveError
+from l3ha.executor.lifecycle import JournalGuard
+from l3ha.journal import MoveStep
+from l3ha.model import Move, MoveKind
+from l3ha.ovn_model import GatewayBinding
+from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, bottom_priority
+
+#: Journal operation kinds of the gateway actions all start with this.
+GATEWAY_KIND_PREFIX = "ovn-"
+
+
+def is_gateway_operation(kind: str) -> bool:
+    """Whether a journal operation kind is an OVN gateway action (router recovery skips it)."""
+    return kind.startswith(GATEWAY_KIND_PREFIX)
+
+
+def journal_move(move: GatewayMove) -> Move:
+    """The journal's record of a gateway move (an ``ObjectKind.GATEWAY`` move: its
+    ``router_id`` the router, source and target chassis ids)."""
+    kind = MoveKind.MOVE if move.kind is GatewayMoveKind.REPLACE else MoveKind.REMOVE_REPLICA
+    return Move(move.router_id, kind, move.target, move.source, move.reason)
+
+
+class GatewayReadiness:
+    """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
+    group, read back, holds that chassis. ``hosts``: chassis id -> host."""
+
+    def __init__(self, ovn: NeutronOvn, hosts: Mapping[str, str]) -> None:
+        self._ovn = ovn
+        self._hosts = hosts
+
+    def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding]]:
+        return {r: self._ovn.group(r) for r in sorted(set(object_ids))}
+
+    def ready(
+        self, ports: Sequence[GatewayBinding], kind: object, host: str
+    ) -> tuple[bool, tuple[str, ...]]:
+        if any(self._hosts.get(b.chassis_id) == host for b in ports):
+            return True, ()
+        return False, (host,)
+
+
+class GatewayWriter:
+    """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
+
+    def __init__(self, ovn: NeutronOvn, guard: JournalGuard) -> None:
+        self.ovn = ovn
+        self.guard = guard
+
+    def recheck(self, move: GatewayMove) -> dict[str, int]:
+        """The router's group now (chassis -> priority); ``SkipMoveError`` when the move is
+        no longer wanted: its source left the group or is alive again."""
+        group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
+        if move.source not in group:
+            raise SkipMoveError("the dead chassis is no longer in the router's group")
+        alive = {c.id for c in self.ovn.list_chassis() if c.alive}
+        if move.source in alive:
+            raise SkipMoveError(f"gateway chassis {move.source} is alive again: kept")
+        return group
+
+    def replace(self, move: GatewayMove, move_id: int, group: dict[str, int]) -> int | None:
+        """Journal the intent, remove the source, add the target (each read back); the
+        priority the target got (None for a removal only)."""
+        source = move.source or ""
+        self.guard.step(move_id, MoveStep.INTENT, target=move.target, detail=move.reason)
+        self.ovn.remove(move.router_id, source)
+        self.guard.step(move_id, MoveStep.UNBOUND)
+        if move.target is None or move.target in group:
+            return None
+        used = {p for c, p in group.items() if c != source}
+        priority = move.priority if move.priority not in used else bottom_priority(used)
+        self.ovn.add(move.router_id, move.target, priority)
+        self.guard.step(move_id, MoveStep.BOUND, target=move.target)
+        return priority
