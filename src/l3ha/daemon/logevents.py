@@ -20,9 +20,9 @@ import logging
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
+from l3ha.daemon.decide import Decision, DhcpDecision
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import CALM_VERDICTS, Verdict
 from l3ha.model import Snapshot
@@ -75,7 +75,7 @@ def log_verdict_changes(
 
 
 def moves_by_outcome(
-    results: Iterable[tuple[_Decided, OperationResult[Any, Any]]],
+    results: Iterable[tuple[Decision | DhcpDecision, OperationResult[Any, Any]]],
 ) -> dict[tuple[str, str], int]:
     """Moves per (action, outcome) of a cycle's results, any kind, for the metrics."""
     counts: dict[tuple[str, str], int] = {}
@@ -85,11 +85,6 @@ def moves_by_outcome(
                 key = (decision.action.value, move.outcome.value)
                 counts[key] = counts.get(key, 0) + 1
     return counts
-
-
-class _Decided(Protocol):
-    @property
-    def action(self) -> StrEnum: ...
 
 
 def _timestamp(record: logging.LogRecord) -> str:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Protocol
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -24,7 +22,7 @@ from l3ha.executor import AgentChange, Executor, ExecutorOptions, Progress
 from l3ha.journal import Journal
 from l3ha.journal.history import NAMES
 from l3ha.model import Agent, Snapshot
-from l3ha.operations.request import DRAIN_MARK
+from l3ha.operations.request import DRAIN_MARK, ActionRequest, DhcpRequest
 
 log = logging.getLogger("l3ha.operations")
 
@@ -64,18 +62,9 @@ class OperationContext:
         return Executor(self.cloud, self.journal, self.clock, options)
 
 
-class _Asked(Protocol):
-    @property
-    def action(self) -> StrEnum: ...
-
-    @property
-    def agent(self) -> str | None: ...
-
-    @property
-    def journal_args(self) -> tuple[tuple[str, str], ...]: ...
-
-
-def operation_args(request: _Asked, names: Mapping[str, str]) -> dict[str, object]:
+def operation_args(
+    request: ActionRequest | DhcpRequest, names: Mapping[str, str]
+) -> dict[str, object]:
     """What the journal records with an operation of any kind: the command, its agent,
     who asked (``journal_args``) and the names it saw (host and object names by id)."""
     return {
