@@ -61,3 +61,10 @@ def test_bottom_priority_goes_below_the_group_else_takes_a_free_slot() -> None:
     assert bottom_priority({3, 2}) == 1
     assert bottom_priority(set()) == 32767
     assert bottom_priority({0, 2}) == 1
+
+
+def test_a_router_an_interrupted_run_left_short_is_topped_up_at_the_bottom() -> None:
+    snap = world({"r1": {"b": 2}, "r2": {"b": 2, "c": 1}}, {"a"}, AZS)
+    (move,) = plan_evacuate(snap, "a", 2, short=frozenset({"r1", "r2"})).moves
+    assert (move.router_id, move.kind, move.source) == ("r1", GatewayMoveKind.ADD, None)
+    assert (move.target, move.priority) == ("d", 1)  # az2, and in no group yet (c is in r2)

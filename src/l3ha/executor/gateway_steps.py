@@ -3,7 +3,9 @@
 Each move re-reads the router's chassis group and the chassis' liveness first (the
 re-check), journals its intent (fsynced), then writes through ``cloud.ovn``, which reads
 every write back. A source chassis alive again is not removed (it would fail the router
-over: that is a drain's job, not an evacuation's).
+over: that is a drain's job, not an evacuation's). ``recover_gateways`` closes the
+moves of an interrupted gateway operation from the groups as they are (it never writes to
+Neutron: the next evacuation plans anew from what it finds).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from l3ha.cloud.ovn import NeutronOvn
+from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.lifecycle import JournalGuard
-from l3ha.journal import MoveStep
+from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Move, MoveKind
 from l3ha.ovn_model import GatewayBinding
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, bottom_priority
@@ -30,7 +33,11 @@ def is_gateway_operation(kind: str) -> bool:
 def journal_move(move: GatewayMove) -> Move:
     """The journal's record of a gateway move (an ``ObjectKind.GATEWAY`` move: its
     ``router_id`` the router, source and target chassis ids)."""
-    kind = MoveKind.MOVE if move.kind is GatewayMoveKind.REPLACE else MoveKind.REMOVE_REPLICA
+    kind = {
+        GatewayMoveKind.REPLACE: MoveKind.MOVE,
+        GatewayMoveKind.REMOVE: MoveKind.REMOVE_REPLICA,
+        GatewayMoveKind.ADD: MoveKind.ADD_REPLICA,
+    }[move.kind]
     return Move(move.router_id, kind, move.target, move.source, move.reason)
 
 
@@ -64,6 +71,10 @@ class GatewayWriter:
         """The router's group now (chassis -> priority); ``SkipMoveError`` when the move is
         no longer wanted: its source left the group or is alive again."""
         group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
+        if move.source is None:
+            if move.target in group:
+                raise SkipMoveError("the chassis is in the router's group already")
+            return group
         if move.source not in group:
             raise SkipMoveError("the dead chassis is no longer in the router's group")
         alive = {c.id for c in self.ovn.list_chassis() if c.alive}
@@ -76,8 +87,9 @@ class GatewayWriter:
         priority the target got (None for a removal only)."""
         source = move.source or ""
         self.guard.step(move_id, MoveStep.INTENT, target=move.target, detail=move.reason)
-        self.ovn.remove(move.router_id, source)
-        self.guard.step(move_id, MoveStep.UNBOUND)
+        if move.source is not None:
+            self.ovn.remove(move.router_id, source)
+            self.guard.step(move_id, MoveStep.UNBOUND)
         if move.target is None or move.target in group:
             return None
         used = {p for c, p in group.items() if c != source}
@@ -85,3 +97,38 @@ class GatewayWriter:
         self.ovn.add(move.router_id, move.target, priority)
         self.guard.step(move_id, MoveStep.BOUND, target=move.target)
         return priority
+
+
+def recover_gateways(
+    ovn: NeutronOvn, journal: Journal, *, dry_run: bool
+) -> tuple[list[str], frozenset[str]]:
+    """Close the open moves of interrupted gateway operations, judged from each router's
+    group now: one line per move, and the routers whose replacement was not added (the
+    next plan tops them up)."""
+    lines: list[str] = []
+    short: set[str] = set()
+    for op in journal.unfinished_operations():
+        if not is_gateway_operation(op.kind):
+            continue
+        for record in (m for m in journal.moves(op.id) if not m.finished):
+            outcome, detail = _judge(ovn, record)
+            if outcome == "skipped" and record.target is not None:
+                short.add(record.object_id)
+            lines.append(f"operation {op.id}: router {record.object_id} {detail}")
+            if not dry_run:
+                journal.record_outcome(record.id, outcome, f"recovered: {detail}")
+        if not dry_run:
+            journal.finish_operation(op.id, OperationStatus.RECOVERED, "recovered gateway moves")
+    return lines, frozenset(short)
+
+
+def _judge(ovn: NeutronOvn, record: MoveRecord) -> tuple[str, str]:
+    try:
+        group = {b.chassis_id: b.priority for b in ovn.group(record.object_id)}
+    except L3haError as exc:
+        return "skipped", f"not readable ({exc}): left as found"
+    done = record.source not in group and (record.target is None or record.target in group)
+    shown = ", ".join(f"{c}={p}" for c, p in sorted(group.items())) or "no chassis"
+    if not done:
+        return "skipped", f"left as found ({shown})"
+    return ("replaced" if record.target else "removed"), f"already done ({shown})"

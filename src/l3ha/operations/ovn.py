@@ -3,6 +3,7 @@
 ``evacuate CHASSIS`` takes a dead gateway chassis out of every router's group (so it
 cannot pre-empt them back when it returns) and adds a replacement at the bottom where a
 router would keep fewer than ``min_chassis`` live chassis (``l3ha.planner.gateway``).
+Interrupted gateway operations are closed first (``recover_gateways``).
 Gates: a live chassis is refused (moving its primaries is a drain, not an evacuation),
 and so is a cloud where every gateway chassis reads dead at once (a southbound outage
 looks so: the control plane's fault, not the chassis'). The results use the generic
@@ -21,8 +22,10 @@ from l3ha.errors import SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
 from l3ha.executor.gateway_outcome import GatewayRunResult
+from l3ha.executor.gateway_steps import recover_gateways
 from l3ha.journal import Journal
-from l3ha.operations.context import Notify, log_notice, operation_args
+from l3ha.journal.history import NAMES
+from l3ha.operations.context import Notify, log_notice
 from l3ha.operations.planning import cut_to_budget
 from l3ha.operations.request import OperationResult, PlanExecuted
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
@@ -76,6 +79,11 @@ class GatewayResult(OperationResult[GatewayAction, GatewayExecuted]):
 
 def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
     """Every router group rid of a dead chassis; replacements where redundancy drops."""
+    short: frozenset[str] = frozenset()
+    if ctx.journal is not None:
+        lines, short = recover_gateways(ctx.ovn, ctx.journal, dry_run=request.dry_run)
+        for line in lines:
+            ctx.notify(f"interrupted gateway move closed: {line}")
     world = ctx.observe()
     chassis = world.find_chassis(request.agent)
     if world.chassis and not any(c.alive for c in world.chassis):
@@ -88,7 +96,7 @@ def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
             f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
             "(removing it would fail its routers over); nothing changed"
         )
-    plan = plan_evacuate(world, chassis.id, request.min_chassis, request.action.value)
+    plan = plan_evacuate(world, chassis.id, request.min_chassis, request.action.value, short)
     step = _execute(ctx, request, world, plan)
     problems = () if request.dry_run else _verify(ctx, chassis.id, request.min_chassis)
     return GatewayResult(request.action, (step,), problems=problems)
@@ -105,10 +113,17 @@ def _execute(
     run = executor.run(
         plan,
         world.chassis_by_id,
-        args=operation_args(request, names),
+        args=_journal_args(request, names),
         should_stop=ctx.should_stop,
     )
     return GatewayExecuted(plan, world, run)
+
+
+def _journal_args(request: GatewayRequest, names: dict[str, str]) -> dict[str, object]:
+    """What the journal records with the operation, as ``operation_args`` records it for the
+    other kinds (whose request types it names)."""
+    asked = {"command": request.action.value, "agent": request.agent}
+    return asked | dict(request.journal_args) | {NAMES: names}
 
 
 def _verify(ctx: GatewayContext, chassis_id: str, min_chassis: int) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ class GatewayMoveKind(StrEnum):
 
     REPLACE = "gateway_replace"  # remove the source chassis, add the target at the bottom
     REMOVE = "gateway_remove"  # remove the source chassis (enough live chassis remain)
+    ADD = "gateway_add"  # add the target at the bottom (a router short of live chassis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,47 +82,58 @@ class _Load:
 
 
 def plan_evacuate(
-    world: OvnSnapshot, chassis_id: str, min_chassis: int, action: str = "evacuate"
+    world: OvnSnapshot,
+    chassis_id: str,
+    min_chassis: int,
+    action: str = "evacuate",
+    short: frozenset[str] = frozenset(),
 ) -> GatewayPlan:
     """Take ``chassis_id`` out of every group; keep ``min_chassis`` live chassis per router
-    where the cloud has them, one replacement per router and run (module docstring)."""
+    where the cloud has them, one replacement per router and run (module docstring).
+    ``short``: routers an interrupted run left without their replacement: topped up too."""
     load = _Load(world)
     live = [c for c in world.chassis if c.alive and c.id != chassis_id]
-    moves, warnings = [], []
-    for router_id in world.routers_of(chassis_id):
+    moves: list[GatewayMove] = []
+    warnings: list[str] = []
+    holding = world.routers_of(chassis_id)
+    for router_id in (*holding, *sorted(short - set(holding))):
+        source = chassis_id if router_id in holding else None
         group = world.group(router_id)
         members = {b.chassis_id for b in group}
         staying = [c for c in world.live_chassis(router_id) if c != chassis_id]
         needed = max(0, min_chassis - len(staying))
         candidates = [c for c in live if c.id not in members]
-        if needed == 0:
-            moves.append(_remove(router_id, chassis_id, len(staying)))
-            continue
-        if not candidates:
+        if needed and not candidates:
             warnings.append(
                 f"router {router_id}: no live gateway chassis outside its group; "
                 f"{len(staying)} live chassis left (wanted {min_chassis})"
             )
-            moves.append(_remove(router_id, chassis_id, len(staying)))
+        if not needed or not candidates:
+            if source is not None:
+                moves.append(_remove(router_id, chassis_id, len(staying)))
             continue
-        azs = {world.chassis_by_id[c].availability_zone for c in staying}
-        target = min(candidates, key=lambda c: load.key(c, azs))
-        used = {b.priority for b in group if b.chassis_id != chassis_id}
-        priority = bottom_priority(used)
-        load.add(target.id)
         if needed > 1:
             warnings.append(
                 f"router {router_id}: one replacement per run; {len(staying) + 1} live "
                 f"chassis after it (wanted {min_chassis})"
             )
-        reason = (
-            f"gateway chassis {chassis_id} is dead: removed so it cannot fail back; "
-            f"{target.host} added at priority {priority}"
-        )
-        moves.append(
-            GatewayMove(router_id, GatewayMoveKind.REPLACE, chassis_id, target.id, priority, reason)
-        )
+        azs = {world.chassis_by_id[c].availability_zone for c in staying}
+        target = min(candidates, key=lambda c: load.key(c, azs))
+        load.add(target.id)
+        priority = bottom_priority({b.priority for b in group if b.chassis_id != chassis_id})
+        moves.append(_replace(router_id, source, target, priority))
     return GatewayPlan(action, tuple(moves), tuple(warnings))
+
+
+def _replace(
+    router_id: str, source: str | None, target: Agent, priority: int | None
+) -> GatewayMove:
+    added = f"{target.host} added at priority {priority}"
+    if source is None:
+        reason = f"short of live gateway chassis after an interrupted run: {added}"
+        return GatewayMove(router_id, GatewayMoveKind.ADD, None, target.id, priority, reason)
+    reason = f"gateway chassis {source} is dead: removed so it cannot fail back; {added}"
+    return GatewayMove(router_id, GatewayMoveKind.REPLACE, source, target.id, priority, reason)
 
 
 def _remove(router_id: str, chassis_id: str, staying: int) -> GatewayMove:
