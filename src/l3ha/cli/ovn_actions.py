@@ -1,4 +1,5 @@
-"""``l3ha evacuate`` on ML2/OVN: the gateway chassis action's options, run and output.
+"""``l3ha evacuate`` and ``drain`` on ML2/OVN: the gateway chassis actions' options, run
+and output.
 I/O: opens the cloud and the journal, writes the terminal.
 
 Only parses options into a ``GatewayRequest``, calls ``l3ha.operations.ovn`` and prints
@@ -59,7 +60,7 @@ def gateway_backend(args: argparse.Namespace) -> NeutronOvn | None:
     else:
         candidate = NeutronOvn(open_cloud(args))
         ovn = candidate if candidate.backend(wanted) is Backend.OVN else None
-    if ovn is None and args.min_chassis is not None:
+    if ovn is None and getattr(args, "min_chassis", None) is not None:
         raise BadInputError(
             "--min-chassis is for ML2/OVN gateway chassis: this cloud has L3 agents"
         )
@@ -68,24 +69,27 @@ def gateway_backend(args: argparse.Namespace) -> NeutronOvn | None:
     return ovn
 
 
-def run_evacuate(
+def run_gateway_action(
+    action: str,
     args: argparse.Namespace,
     ovn: NeutronOvn,
+    *,
     execution: ExecutorOptions,
     journal: Journal | None,
     say: Callable[[str], None],
 ) -> int:
-    """``l3ha evacuate CHASSIS`` on ML2/OVN (``journal``: None only for a dry run)."""
+    """``l3ha evacuate|drain CHASSIS`` on ML2/OVN (``journal``: None only for a dry run)."""
     from l3ha.clock import SystemClock
-    from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate
+    from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain, evacuate
 
     request = GatewayRequest(
-        GatewayAction.EVACUATE,
+        GatewayAction(action),
         args.agent,
-        min_chassis=args.min_chassis or DEFAULT_MIN_CHASSIS,
+        min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
         execution=execution,
     )
-    result = evacuate(GatewayContext(ovn, journal, SystemClock(), say), request)
+    run = drain if request.action is GatewayAction.DRAIN else evacuate
+    result = run(GatewayContext(ovn, journal, SystemClock(), say), request)
     for step in result.executed:
         if args.format != "table":
             emit_document(step.run.summary(), args.format)

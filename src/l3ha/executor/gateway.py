@@ -32,9 +32,10 @@ class GatewayExecutor(ExecutorBase[NeutronOvn]):
         *,
         args: Mapping[str, object] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        canary: int = 0,
     ) -> GatewayRunResult:
         """Execute ``plan``; ``chassis``: every gateway chassis by id. Journalled as the
-        operation ``ovn-<action>``."""
+        operation ``ovn-<action>``; ``canary``: the leading moves written before the rest."""
         if self.options.dry_run:
             planned = tuple(
                 GatewayMoveResult(m, GatewayOutcome.PLANNED, m.reason, m.target) for m in plan.moves
@@ -56,4 +57,5 @@ class GatewayExecutor(ExecutorBase[NeutronOvn]):
             lambda results, seconds: GatewayRunResult(
                 plan.action, results, operation[0], False, plan.warnings, seconds
             ),
+            canary=canary,
         )

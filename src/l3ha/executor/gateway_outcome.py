@@ -15,6 +15,8 @@ class GatewayOutcome(StrEnum):
     PLANNED = "planned"  # dry run
     REPLACED = "replaced"  # the dead chassis removed, the replacement added (read back)
     REMOVED = "removed"  # the dead chassis removed; enough live chassis remain
+    MOVED = "moved"  # a drain: the target raised above the source, the source lowered
+    LOWERED = "lowered"  # a drain: the source (not the primary) lowered to the bottom
     PENDING = "pending"  # written, but the group did not read back as planned in time
     SKIPPED = "skipped"  # not needed or not allowed any more (see reason)
     FAILED = "failed"  # not done (the reason says what was written)

@@ -37,6 +37,8 @@ def journal_move(move: GatewayMove) -> Move:
         GatewayMoveKind.REPLACE: MoveKind.MOVE,
         GatewayMoveKind.REMOVE: MoveKind.REMOVE_REPLICA,
         GatewayMoveKind.ADD: MoveKind.ADD_REPLICA,
+        GatewayMoveKind.PROMOTE: MoveKind.MOVE,
+        GatewayMoveKind.DEMOTE: MoveKind.REMOVE_REPLICA,
     }[move.kind]
     return Move(move.router_id, kind, move.target, move.source, move.reason)
 
@@ -76,7 +78,9 @@ class GatewayWriter:
                 raise SkipMoveError("the chassis is in the router's group already")
             return group
         if move.source not in group:
-            raise SkipMoveError("the dead chassis is no longer in the router's group")
+            raise SkipMoveError(f"gateway chassis {move.source} is no longer in the router's group")
+        if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.DEMOTE):
+            return group  # a drain: its source is alive on purpose
         alive = {c.id for c in self.ovn.list_chassis() if c.alive}
         if move.source in alive:
             raise SkipMoveError(f"gateway chassis {move.source} is alive again: kept")
@@ -96,6 +100,36 @@ class GatewayWriter:
         priority = move.priority if move.priority not in used else bottom_priority(used)
         self.ovn.add(move.router_id, move.target, priority)
         self.guard.step(move_id, MoveStep.BOUND, target=move.target)
+        return priority
+
+    def promote(self, move: GatewayMove, move_id: int, group: dict[str, int]) -> int:
+        """Journal the intent, raise the target above every chassis of the group (read
+        back); the priority it got."""
+        target = move.target or ""
+        top = max(group.values(), default=0) + 1
+        priority = move.priority if move.priority is not None and move.priority >= top else top
+        self.guard.step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
+        if target in group:
+            self.ovn.set_priority(move.router_id, target, priority)
+        else:
+            self.ovn.add(move.router_id, target, priority)
+        self.guard.step(move_id, MoveStep.BOUND, target=target)
+        return priority
+
+    def demote(self, move: GatewayMove, move_id: int) -> int | None:
+        """Lower the source below every other chassis of the group, read fresh (read back);
+        the priority it got, None when it is at the bottom already or left the group."""
+        source = move.source or ""
+        group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
+        others = {p for c, p in group.items() if c != source}
+        if source not in group or not others or group[source] < min(others):
+            return None
+        priority = bottom_priority(others)
+        if priority is None:
+            raise SkipMoveError("no free priority below the group: left in place")
+        self.guard.step(move_id, MoveStep.INTENT, detail=f"lower {source} to {priority}")
+        self.ovn.set_priority(move.router_id, source, priority)
+        self.guard.step(move_id, MoveStep.UNBOUND)
         return priority
 
 

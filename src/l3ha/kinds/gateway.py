@@ -1,13 +1,15 @@
 """The gateway kind: what one router's gateway move on OVN chassis does for the dispatcher.
 I/O: cloud, journal.
 
-1. re-check the router's chassis group (skip when the dead chassis left it or is alive
-   again);
-2. journal the intent, remove the dead chassis, add the replacement at the bottom of the
-   group (each write read back);
-3. (the dispatcher waits until the group, read again, holds the replacement:
+1. re-check the router's chassis group (skip when the source chassis left it, or, for an
+   evacuation, is alive again);
+2. journal the intent and write, each write read back: an evacuation removes the dead
+   chassis and adds the replacement at the bottom; a drain raises the target above every
+   chassis of the group (or, where the drained chassis is not the primary, only lowers it);
+3. (the dispatcher waits until the group, read again, holds the target:
    ``GatewayReadiness``);
-4. nothing more: the replacement is a standby, so no chassis is lowered afterwards.
+4. a drain then lowers the drained chassis to the bottom of the group; an evacuation's
+   replacement is a standby, so nothing more.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResul
 from l3ha.executor.gateway_steps import GatewayReadiness, GatewayWriter
 from l3ha.kinds.base import Item, Waited, Written
 from l3ha.model import Agent
-from l3ha.planner.gateway import GatewayMove
+from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
 
 GatewayItem = Item[GatewayMove, GatewayMoveResult]
 
@@ -57,7 +59,14 @@ class GatewayKind:
         move = item.move
         try:
             group = self.writer.recheck(move)
-            priority = self.writer.replace(move, item.move_id, group)
+            if move.kind is GatewayMoveKind.DEMOTE:
+                lowered = self.writer.demote(move, item.move_id)
+                why = f"lowered to {lowered}" if lowered is not None else "at the bottom already"
+                return GatewayMoveResult(move, GatewayOutcome.LOWERED, f"{move.reason}; {why}")
+            if move.kind is GatewayMoveKind.PROMOTE:
+                priority: int | None = self.writer.promote(move, item.move_id, group)
+            else:
+                priority = self.writer.replace(move, item.move_id, group)
         except SkipMoveError as skip:
             return self.skipped(move, str(skip))
         except L3haError as exc:
@@ -68,10 +77,19 @@ class GatewayKind:
         return Written(target.id, target.host, note=f"priority {priority}")
 
     def complete(self, item: GatewayItem, written: Written, waited: Waited) -> GatewayMoveResult:
-        """The replacement is in the group (read back): done; nothing to lower."""
+        """The target is in the group (read back); a drain then lowers its source."""
         move = item.move
         if not waited.ready:
             reason = f"{written.host} not seen in the router's group again"
             return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
-        reason = f"{move.reason}; added as {written.note}" if written.note else move.reason
-        return GatewayMoveResult(move, GatewayOutcome.REPLACED, reason, written.target)
+        reason = f"{move.reason}; {written.target} at {written.note}"
+        if move.kind is not GatewayMoveKind.PROMOTE:
+            return GatewayMoveResult(move, GatewayOutcome.REPLACED, reason, written.target)
+        try:
+            self.writer.demote(move, item.move_id)
+        except L3haError as exc:
+            reason = f"primary moved to {written.host}, but lowering the source failed: {exc}"
+            return GatewayMoveResult(move, GatewayOutcome.FAILED, reason, written.target)
+        except SkipMoveError as skip:
+            return GatewayMoveResult(move, GatewayOutcome.PENDING, str(skip), written.target)
+        return GatewayMoveResult(move, GatewayOutcome.MOVED, reason, written.target)

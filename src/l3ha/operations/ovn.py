@@ -8,6 +8,11 @@ Gates: a live chassis is refused (moving its primaries is a drain, not an evacua
 and so is a cloud where every gateway chassis reads dead at once (a southbound outage
 looks so: the control plane's fault, not the chassis'). The results use the generic
 ``PlanExecuted`` and ``OperationResult`` every kind shares.
+
+``drain CHASSIS`` (a live chassis) moves its primaries away one graceful priority change
+each, the first router alone as a canary, then lowers the chassis to the bottom of every
+group (``plan_drain``). Neutron refuses to disable an OVN agent, so nothing marks the
+chassis drained: a router created later may still be scheduled on it.
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ from l3ha.operations.context import Notify, log_notice
 from l3ha.operations.planning import cut_to_budget
 from l3ha.operations.request import OperationResult, PlanExecuted
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
-from l3ha.planner.gateway import GatewayPlan, plan_evacuate
+from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
 
 
 class GatewayAction(StrEnum):
     """The OVN gateway actions."""
 
     EVACUATE = "evacuate"
+    DRAIN = "drain"
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,8 @@ def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
         lines, short = recover_gateways(ctx.ovn, ctx.journal, dry_run=request.dry_run)
         for line in lines:
             ctx.notify(f"interrupted gateway move closed: {line}")
-    world = ctx.observe()
+    world = _gated(ctx, request)
     chassis = world.find_chassis(request.agent)
-    if world.chassis and not any(c.alive for c in world.chassis):
-        raise SafetyHaltError(
-            "every gateway chassis reads dead: the control plane's fault (a southbound "
-            "outage?), not the chassis'; nothing changed"
-        )
     if chassis.alive:
         raise SafetyHaltError(
             f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
@@ -102,8 +103,44 @@ def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
     return GatewayResult(request.action, (step,), problems=problems)
 
 
+def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
+    """A live chassis' primaries moved away gracefully, then the chassis at the bottom."""
+    world = _gated(ctx, request)
+    chassis = world.find_chassis(request.agent)
+    if not chassis.alive:
+        raise SafetyHaltError(
+            f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
+            f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
+        )
+    plan = plan_drain(world, chassis.id, request.action.value)
+    step = _execute(ctx, request, world, plan, canary=1)
+    problems: tuple[str, ...] = ()
+    if not request.dry_run:
+        after = ctx.ovn.read_ovn_snapshot()
+        problems = tuple(
+            f"router {r} still has its primary on {chassis.host}"
+            for r in after.primaries_of(chassis.id)
+        )
+    return GatewayResult(request.action, (step,), problems=problems)
+
+
+def _gated(ctx: GatewayContext, request: GatewayRequest) -> OvnSnapshot:
+    """The world to plan on, unless every gateway chassis reads dead (a control plane fault)."""
+    world = ctx.observe()
+    if world.chassis and not any(c.alive for c in world.chassis):
+        raise SafetyHaltError(
+            "every gateway chassis reads dead: the control plane's fault (a southbound "
+            "outage?), not the chassis'; nothing changed"
+        )
+    return world
+
+
 def _execute(
-    ctx: GatewayContext, request: GatewayRequest, world: OvnSnapshot, plan: GatewayPlan
+    ctx: GatewayContext,
+    request: GatewayRequest,
+    world: OvnSnapshot,
+    plan: GatewayPlan,
+    canary: int = 0,
 ) -> GatewayExecuted:
     kept, note = cut_to_budget(plan.moves, request.move_budget, lambda m: m.router_id)
     if note:
@@ -115,6 +152,7 @@ def _execute(
         world.chassis_by_id,
         args=_journal_args(request, names),
         should_stop=ctx.should_stop,
+        canary=canary,
     )
     return GatewayExecuted(plan, world, run)
 

@@ -1,4 +1,5 @@
-"""Plans for router gateways on OVN gateway chassis: evacuate a dead chassis. Pure.
+"""Plans for router gateways on OVN gateway chassis: evacuate a dead chassis, drain a live
+one. Pure.
 
 ``plan_evacuate`` takes a dead chassis out of every router group that holds it, so that
 it cannot pre-empt those routers back when it returns (OVN fails a router back to its
@@ -8,6 +9,13 @@ added at a priority below every other chassis of the group, so it becomes primar
 if the others fail. A replacement is a live chassis not in the group, chosen in an
 availability zone the group's live chassis do not cover first, then the one with the
 fewest primaries, then the fewest groups (the plan's own additions counted as both).
+
+``plan_drain`` moves a live chassis' primaries away gracefully: for each router whose
+primary it is, another live chassis of the group (fewest primaries first, the plan's own
+promotions counted) is raised above every chassis of the group, and the drained chassis
+is then lowered to the bottom; in the groups where it is not the primary it is lowered
+only. Routers it is primary of come first, the quietest (fewest other routers on the
+target) first, so the canary is the first move.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ class GatewayMoveKind(StrEnum):
     REPLACE = "gateway_replace"  # remove the source chassis, add the target at the bottom
     REMOVE = "gateway_remove"  # remove the source chassis (enough live chassis remain)
     ADD = "gateway_add"  # add the target at the bottom (a router short of live chassis)
+    PROMOTE = "gateway_promote"  # raise the target above every chassis, then lower the source
+    DEMOTE = "gateway_demote"  # lower the source below every other chassis of the group
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +152,36 @@ def _remove(router_id: str, chassis_id: str, staying: int) -> GatewayMove:
         f"{staying} live chassis remain"
     )
     return GatewayMove(router_id, GatewayMoveKind.REMOVE, chassis_id, None, None, reason)
+
+
+def plan_drain(world: OvnSnapshot, chassis_id: str, action: str = "drain") -> GatewayPlan:
+    """Move the live ``chassis_id``'s primaries away, then lower it everywhere (docstring)."""
+    load = _Load(world)
+    promotes: list[GatewayMove] = []
+    demotes: list[GatewayMove] = []
+    warnings: list[str] = []
+    for router_id in world.routers_of(chassis_id):
+        if world.primary(router_id) != chassis_id:
+            demotes.append(_demote(router_id, chassis_id))
+            continue
+        others = [world.chassis_by_id[c] for c in world.live_chassis(router_id)]
+        others = [c for c in others if c.id != chassis_id]
+        if not others:
+            warnings.append(f"router {router_id}: no other live chassis in its group: kept")
+            continue
+        target = min(others, key=lambda c: load.key(c, set()))
+        load.add(target.id)
+        top = max(b.priority for b in world.group(router_id)) + 1
+        if top > HIGHEST_PRIORITY:
+            warnings.append(f"router {router_id}: its group is at the highest priority: kept")
+            continue
+        reason = f"drain {chassis_id}: {target.host} raised to {top}, then {chassis_id} lowered"
+        promotes.append(
+            GatewayMove(router_id, GatewayMoveKind.PROMOTE, chassis_id, target.id, top, reason)
+        )
+    return GatewayPlan(action, (*promotes, *demotes), tuple(warnings))
+
+
+def _demote(router_id: str, chassis_id: str) -> GatewayMove:
+    reason = f"drain {chassis_id}: lowered below every other chassis (not the primary)"
+    return GatewayMove(router_id, GatewayMoveKind.DEMOTE, chassis_id, None, None, reason)
