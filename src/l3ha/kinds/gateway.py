@@ -82,7 +82,8 @@ class GatewayKind:
         if not waited.ready:
             reason = f"{written.host} not seen in the router's group again"
             return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
-        reason = f"{move.reason}; {written.target} at {written.note}"
+        planned = written.note == f"priority {move.priority}"
+        reason = move.reason if planned else f"{move.reason}; {written.target} at {written.note}"
         if move.kind is not GatewayMoveKind.PROMOTE:
             return GatewayMoveResult(move, GatewayOutcome.REPLACED, reason, written.target)
         try:
