@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
             "partitioned agents, and whether it is still cycling (a daemon that stopped "
             "cleanly is said in an OK line, a warning with --expect-daemon). Prints one "
             "status line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud cannot be "
-            "read, or bad input: an invalid option or file, as Nagios plugins do)."
+            "read, or bad input: an invalid option or file, as Nagios plugins do). On ML2/OVN "
+            "it judges the routers' gateway chassis groups instead (--replicas: live chassis "
+            "per router)."
         ),
     )
     p.usage_error_code = UNKNOWN  # read by the parser of l3ha.cli.main
