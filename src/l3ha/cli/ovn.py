@@ -3,7 +3,9 @@ cloud, writes stdout.
 
 On ML2/OVN the agents are gateway chassis and a router's placement is its chassis group
 with priorities. ``--backend auto`` (the default) takes the L3 path first and looks for
-gateway chassis only when the cloud lists no L3 agent, so an L3 cloud pays no extra call.
+gateway chassis only when the cloud lists no L3 agent, so an L3 cloud pays no extra call
+(``detected_ovn``, also used by ``check``); ``refuse_l3_only`` is the one-line refusal of
+an option that means nothing on ML2/OVN (also used by ``evacuate`` and ``drain``).
 """
 
 from __future__ import annotations
