@@ -21,6 +21,8 @@ from l3ha.cli.argtypes import positive_float, positive_int
 from l3ha.cli.common import add_cloud_options, open_cloud
 from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
+from l3ha.cli.ovn import add_backend_option
+from l3ha.cli.ovn_actions import add_ovn_options, gateway_backend, run_gateway_action
 from l3ha.cli.planning import (
     action_request,
     add_force_option,
@@ -120,7 +122,11 @@ def register(sub: Any) -> None:
     add_router_selection(p, positional=False)
     add_placement_options(p)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: run_command(Action.EVACUATE, a), finishes_interrupted=True)
+    add_backend_option(p)
+    add_ovn_options(p)
+    p.set_defaults(
+        func=lambda a: _on_gateways_or_routers(Action.EVACUATE, a), finishes_interrupted=True
+    )
 
     p = _action_parser(
         sub,
@@ -134,7 +140,8 @@ def register(sub: Any) -> None:
     add_placement_options(p)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=lambda a: run_command(Action.DRAIN, a))
+    add_backend_option(p)
+    p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.DRAIN, a))
 
     p = _action_parser(
         sub,
@@ -243,6 +250,22 @@ def executor_options(args: argparse.Namespace) -> ExecutorOptions:
         port_timeout=args.port_timeout,
         dry_run=bool(args.dry_run),
     )
+
+
+def _on_gateways_or_routers(action: Action, args: argparse.Namespace) -> int:
+    """``l3ha evacuate|drain``: gateway chassis on ML2/OVN (``l3ha.cli.ovn_actions``), else
+    routers."""
+    from contextlib import nullcontext
+
+    ovn = gateway_backend(args)
+    if ovn is None:
+        return run_command(action, args)
+    needs_journal = not args.dry_run or _journal_exists(args)  # a dry run creates none
+    with open_journal(args) if needs_journal else nullcontext() as journal:
+        options = executor_options(args)
+        return run_gateway_action(
+            action.value, args, ovn, execution=options, journal=journal, say=_say
+        )
 
 
 def run_command(action: Action, args: argparse.Namespace) -> int:

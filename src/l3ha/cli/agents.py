@@ -30,6 +30,7 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
+from l3ha.cli.ovn import add_backend_option
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
 from l3ha.model import Agent, Snapshot
@@ -152,10 +153,18 @@ def _list_other_types(args: argparse.Namespace) -> int:
 
 def list_agents(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent list``."""
+    from l3ha.cli import ovn
+
     if getattr(args, "agent_type", "l3") != "l3":
         return _list_other_types(args)
+    gateways = ovn.explicit_ovn(args)
+    if gateways is not None:
+        return ovn.list_chassis(args, gateways)
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy)
+    gateways = ovn.detected_ovn(args, snapshot)
+    if gateways is not None:
+        return ovn.list_chassis(args, gateways)
     warn_about_weights(policy, snapshot)
     columns = list_columns(args, DEFAULT_AGENT_COLUMNS, AGENT_COLUMNS)
     rows = agent_rows(snapshot, policy, tuple(args.name))
@@ -211,6 +220,7 @@ def register(subparsers: Any) -> None:
         "DHCP ports), or all of both",
     )
     add_name_filter(parser, "agents on host")
+    add_backend_option(parser)
     add_format_options(parser, long=True)
     parser.set_defaults(func=list_agents)
     parser = group.add_parser(

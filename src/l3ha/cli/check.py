@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
             "partitioned agents, and whether it is still cycling (a daemon that stopped "
             "cleanly is said in an OK line, a warning with --expect-daemon). Prints one "
             "status line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the cloud cannot be "
-            "read, or bad input: an invalid option or file, as Nagios plugins do)."
+            "read, or bad input: an invalid option or file, as Nagios plugins do). On ML2/OVN "
+            "it judges the routers' gateway chassis groups instead (--replicas: live chassis "
+            "per router)."
         ),
     )
     p.usage_error_code = UNKNOWN  # read by the parser of l3ha.cli.main
@@ -122,6 +124,9 @@ def _check(args: argparse.Namespace) -> int:
         raise  # a malformed file or option: exit 2, like every command
     except L3haError as exc:  # the cloud cannot be read: UNKNOWN
         return _unknown(args, str(exc))
+    gateways = _gateways(args, snapshot)
+    if gateways is not None:
+        return _report(args, gateways)
     result = run_check(
         snapshot,
         args.imbalance_threshold,
@@ -138,6 +143,36 @@ def _check(args: argparse.Namespace) -> int:
             raise
         except L3haError as exc:
             return _unknown(args, f"DHCP: {exc}")
+    return _report(args, result)
+
+
+def _gateways(args: argparse.Namespace, snapshot: Any) -> Any:
+    """On ML2/OVN (no L3 agent, gateway chassis listed): the gateway check's result; on
+    ML2/OVN ``--replicas`` counts live chassis per router (``l3ha.ovn_checks``)."""
+    from l3ha.cli.ovn import detected_ovn
+    from l3ha.ovn_checks import check_gateways
+
+    try:
+        ovn = detected_ovn(args, snapshot, ("dhcp",))
+        if ovn is None:
+            return None
+        world = ovn.read_ovn_snapshot()
+    except UserError:
+        raise
+    except L3haError as exc:
+        return _unknown_result(str(exc))
+    return check_gateways(world, args.replicas, args.imbalance_threshold)
+
+
+def _unknown_result(error: str) -> Any:
+    from l3ha.checks import CheckResult, Problem
+    from l3ha.hastate.audit import Severity
+
+    return CheckResult(Severity.UNKNOWN, (Problem(Severity.UNKNOWN, "unreadable", error),))
+
+
+def _report(args: argparse.Namespace, result: Any) -> int:
+    """Print the check's status line (or its problems as data); the exit code."""
     if args.format == "line":
         sys.stdout.write(result.status_line() + "\n")
     else:

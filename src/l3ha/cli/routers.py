@@ -21,6 +21,7 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
+from l3ha.cli.ovn import add_backend_option
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -88,9 +89,17 @@ def router_rows(
 
 
 def list_routers(args: argparse.Namespace) -> int:
-    """Handler of ``l3ha router list``."""
+    """Handler of ``l3ha router list`` (on ML2/OVN: ``l3ha.cli.ovn.list_gateways``)."""
+    from l3ha.cli import ovn
+
+    gateways = ovn.explicit_ovn(args)
+    if gateways is not None:
+        return ovn.list_gateways(args, gateways)
     policy = load_weight_policy(args)
     snapshot, policy = read_weighed_world(args, policy, with_ha_state=not args.unhosted)
+    gateways = ovn.detected_ovn(args, snapshot)
+    if gateways is not None:
+        return ovn.list_gateways(args, gateways)
     warn_about_weights(policy, snapshot)
     routers = [
         r
@@ -133,6 +142,7 @@ def register(subparsers: Any) -> None:
     add_name_filter(parser, "routers named")
     add_cloud_options(parser)
     add_snapshot_option(parser)
+    add_backend_option(parser)
     add_format_options(parser, long=True)
     parser.set_defaults(func=list_routers)
     parser = group.add_parser(

@@ -30,6 +30,7 @@ from l3ha.errors import (
     AuthError,
     BadInputError,
     CloudError,
+    ConflictError,
     NotFoundError,
     ReadBackError,
 )
@@ -125,8 +126,8 @@ class NeutronCloud:
         what = f"list {kind} agents"
         try:
             self._api.request("GET", f"/agents/{NO_SUCH_AGENT}/{collection}", what)
-        except ApiNotFoundError:
-            return  # allowed: the cloud has no such agent
+        except (ApiNotFoundError, ConflictError):
+            return  # allowed: the cloud has no such agent (ML2/OVN: "not a L3 Agent")
         except AuthError as exc:
             raise AuthError(
                 f"{exc}: no {kind} agent is visible to this account; l3ha needs Neutron's "

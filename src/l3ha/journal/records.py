@@ -46,6 +46,7 @@ class ObjectKind(StrEnum):
 
     ROUTER = "router"  # a router on L3 agents
     NETWORK = "network"  # a network on DHCP agents
+    GATEWAY = "gateway"  # a router's gateway on OVN gateway chassis (priorities)
 
 
 @dataclass(frozen=True, slots=True)

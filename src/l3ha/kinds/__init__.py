@@ -1,1 +1,4 @@
-"""The kinds of placement (``base``: the protocol; ``router``; ``dhcp``). Package only."""
+"""The kinds of placement (``base``: the protocol; ``router``, ``dhcp``, ``gateway``).
+
+Package only.
+"""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from l3ha.executor import recover
 from l3ha.executor.dhcp_steps import is_dhcp_operation
+from l3ha.executor.gateway_steps import is_gateway_operation
 from l3ha.journal import OperationRecord
 from l3ha.journal.history import recorded_names_of, router_label, with_names
 from l3ha.operations.context import OperationContext
@@ -22,8 +23,10 @@ def finish_interrupted(ctx: OperationContext, dry_run: bool) -> tuple[bool, list
     if ctx.journal is None:
         return True, []
     unfinished = [
-        op for op in ctx.journal.unfinished_operations() if not is_dhcp_operation(op.kind)
-    ]  # DHCP operations are finished by l3ha.operations.dhcp
+        op
+        for op in ctx.journal.unfinished_operations()
+        if not is_dhcp_operation(op.kind) and not is_gateway_operation(op.kind)
+    ]  # DHCP operations are finished by l3ha.operations.dhcp; OVN gateway ones are left
     if not unfinished:
         return True, []
     for op in unfinished:

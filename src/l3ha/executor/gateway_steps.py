@@ -1,0 +1,168 @@
+"""The writes of one gateway move and what it waits for. I/O: cloud (Neutron), journal.
+
+Each move re-reads the router's chassis group and the chassis' liveness first (the
+re-check), journals its intent (fsynced), then writes through ``cloud.ovn``, which reads
+every write back. A source chassis alive again is not removed (it would fail the router
+over: that is a drain's job, not an evacuation's). ``recover_gateways`` closes the
+moves of an interrupted gateway operation from the groups as they are (it never writes to
+Neutron: the next evacuation plans anew from what it finds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from l3ha.cloud.ovn import NeutronOvn
+from l3ha.errors import L3haError
+from l3ha.executor.dhcp_steps import SkipMoveError
+from l3ha.executor.lifecycle import JournalGuard
+from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
+from l3ha.model import Move, MoveKind
+from l3ha.ovn_model import GatewayBinding
+from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, bottom_priority
+
+#: Journal operation kinds of the gateway actions all start with this.
+GATEWAY_KIND_PREFIX = "ovn-"
+
+
+def is_gateway_operation(kind: str) -> bool:
+    """Whether a journal operation kind is an OVN gateway action (router recovery skips it)."""
+    return kind.startswith(GATEWAY_KIND_PREFIX)
+
+
+def journal_move(move: GatewayMove) -> Move:
+    """The journal's record of a gateway move (an ``ObjectKind.GATEWAY`` move: its
+    ``router_id`` the router, source and target chassis ids)."""
+    kind = {
+        GatewayMoveKind.REPLACE: MoveKind.MOVE,
+        GatewayMoveKind.REMOVE: MoveKind.REMOVE_REPLICA,
+        GatewayMoveKind.ADD: MoveKind.ADD_REPLICA,
+        GatewayMoveKind.PROMOTE: MoveKind.MOVE,
+        GatewayMoveKind.DEMOTE: MoveKind.REMOVE_REPLICA,
+    }[move.kind]
+    return Move(move.router_id, kind, move.target, move.source, move.reason)
+
+
+class GatewayReadiness:
+    """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
+    group, read back, holds that chassis. ``hosts``: chassis id -> host."""
+
+    def __init__(self, ovn: NeutronOvn, hosts: Mapping[str, str]) -> None:
+        self._ovn = ovn
+        self._hosts = hosts
+
+    def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding]]:
+        return {r: self._ovn.group(r) for r in sorted(set(object_ids))}
+
+    def ready(
+        self, ports: Sequence[GatewayBinding], kind: object, host: str
+    ) -> tuple[bool, tuple[str, ...]]:
+        if any(self._hosts.get(b.chassis_id) == host for b in ports):
+            return True, ()
+        return False, (host,)
+
+
+class GatewayWriter:
+    """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
+
+    def __init__(self, ovn: NeutronOvn, guard: JournalGuard) -> None:
+        self.ovn = ovn
+        self.guard = guard
+
+    def recheck(self, move: GatewayMove) -> dict[str, int]:
+        """The router's group now (chassis -> priority); ``SkipMoveError`` when the move is
+        no longer wanted: its source left the group or is alive again."""
+        group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
+        if move.source is None:
+            if move.target in group:
+                raise SkipMoveError("the chassis is in the router's group already")
+            return group
+        if move.source not in group:
+            raise SkipMoveError(f"gateway chassis {move.source} is no longer in the router's group")
+        if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.DEMOTE):
+            return group  # a drain: its source is alive on purpose
+        alive = {c.id for c in self.ovn.list_chassis() if c.alive}
+        if move.source in alive:
+            raise SkipMoveError(f"gateway chassis {move.source} is alive again: kept")
+        return group
+
+    def replace(self, move: GatewayMove, move_id: int, group: dict[str, int]) -> int | None:
+        """Journal the intent, remove the source, add the target (each read back); the
+        priority the target got (None for a removal only)."""
+        source = move.source or ""
+        self.guard.step(move_id, MoveStep.INTENT, target=move.target, detail=move.reason)
+        if move.source is not None:
+            self.ovn.remove(move.router_id, source)
+            self.guard.step(move_id, MoveStep.UNBOUND)
+        if move.target is None or move.target in group:
+            return None
+        used = {p for c, p in group.items() if c != source}
+        priority = move.priority if move.priority not in used else bottom_priority(used)
+        self.ovn.add(move.router_id, move.target, priority)
+        self.guard.step(move_id, MoveStep.BOUND, target=move.target)
+        return priority
+
+    def promote(self, move: GatewayMove, move_id: int, group: dict[str, int]) -> int:
+        """Journal the intent, raise the target above every chassis of the group (read
+        back); the priority it got."""
+        target = move.target or ""
+        top = max(group.values(), default=0) + 1
+        priority = move.priority if move.priority is not None and move.priority >= top else top
+        self.guard.step(move_id, MoveStep.INTENT, target=target, detail=move.reason)
+        if target in group:
+            self.ovn.set_priority(move.router_id, target, priority)
+        else:
+            self.ovn.add(move.router_id, target, priority)
+        self.guard.step(move_id, MoveStep.BOUND, target=target)
+        return priority
+
+    def demote(self, move: GatewayMove, move_id: int) -> int | None:
+        """Lower the source below every other chassis of the group, read fresh (read back);
+        the priority it got, None when it is at the bottom already or left the group."""
+        source = move.source or ""
+        group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
+        others = {p for c, p in group.items() if c != source}
+        if source not in group or not others or group[source] < min(others):
+            return None
+        priority = bottom_priority(others)
+        if priority is None:
+            raise SkipMoveError("no free priority below the group: left in place")
+        self.guard.step(move_id, MoveStep.INTENT, detail=f"lower {source} to {priority}")
+        self.ovn.set_priority(move.router_id, source, priority)
+        self.guard.step(move_id, MoveStep.UNBOUND)
+        return priority
+
+
+def recover_gateways(
+    ovn: NeutronOvn, journal: Journal, *, dry_run: bool
+) -> tuple[list[str], frozenset[str]]:
+    """Close the open moves of interrupted gateway operations, judged from each router's
+    group now: one line per move, and the routers whose replacement was not added (the
+    next plan tops them up)."""
+    lines: list[str] = []
+    short: set[str] = set()
+    for op in journal.unfinished_operations():
+        if not is_gateway_operation(op.kind):
+            continue
+        for record in (m for m in journal.moves(op.id) if not m.finished):
+            outcome, detail = _judge(ovn, record)
+            if outcome == "skipped" and record.target is not None:
+                short.add(record.object_id)
+            lines.append(f"operation {op.id}: router {record.object_id} {detail}")
+            if not dry_run:
+                journal.record_outcome(record.id, outcome, f"recovered: {detail}")
+        if not dry_run:
+            journal.finish_operation(op.id, OperationStatus.RECOVERED, "recovered gateway moves")
+    return lines, frozenset(short)
+
+
+def _judge(ovn: NeutronOvn, record: MoveRecord) -> tuple[str, str]:
+    try:
+        group = {b.chassis_id: b.priority for b in ovn.group(record.object_id)}
+    except L3haError as exc:
+        return "skipped", f"not readable ({exc}): left as found"
+    done = record.source not in group and (record.target is None or record.target in group)
+    shown = ", ".join(f"{c}={p}" for c, p in sorted(group.items())) or "no chassis"
+    if not done:
+        return "skipped", f"left as found ({shown})"
+    return ("replaced" if record.target else "removed"), f"already done ({shown})"

@@ -1,0 +1,84 @@
+"""``l3ha check`` on ML2/OVN: what is wrong with the routers' gateway chassis groups. Pure.
+
+- CRITICAL: a router whose group has no live chassis (its gateway is dark), or no
+  chassis at all;
+- WARNING: a router with fewer live chassis than ``min_chassis`` (where the cloud has
+  that many), and a router whose highest-priority chassis is dead: that chassis will
+  pre-empt it back when it returns, a second outage (``l3ha evacuate`` prevents it);
+- WARNING instead of the above when every gateway chassis reads dead at once: that is the
+  control plane (a southbound outage), not the chassis;
+- WARNING: a live chassis carrying more primaries than the mean plus ``threshold_pct``.
+"""
+
+from __future__ import annotations
+
+from l3ha.checks import CheckResult, Problem
+from l3ha.hastate.audit import Severity
+from l3ha.ovn_model import OvnSnapshot
+
+
+def check_gateways(world: OvnSnapshot, min_chassis: int, threshold_pct: int) -> CheckResult:
+    """The check's verdict on an ML2/OVN cloud (module docstring)."""
+    live = [c for c in world.chassis if c.alive]
+    if world.chassis and not live:
+        problems = [
+            Problem(
+                Severity.WARNING,
+                "control_plane",
+                f"every gateway chassis reads dead ({len(world.chassis)}): the control plane "
+                "(southbound database?), not the chassis",
+            )
+        ]
+    else:
+        problems = [*_groups(world, min(min_chassis, len(live))), *_imbalance(world, threshold_pct)]
+    severity = max((p.severity for p in problems), default=Severity.OK)
+    perf = {
+        "chassis": len(world.chassis),
+        "dead_chassis": len(world.chassis) - len(live),
+        "routers": len(world.routers),
+    }
+    return CheckResult(severity, tuple(problems), perf)
+
+
+def _groups(world: OvnSnapshot, wanted: int) -> list[Problem]:
+    dark, short, failback = [], [], []
+    for router in world.routers:
+        group = world.group(router.id)
+        alive = world.live_chassis(router.id)
+        if not alive:
+            dark.append(router.id)
+        elif len(alive) < wanted:
+            short.append(router.id)
+        if group and not world.alive(group[0].chassis_id) and alive:
+            failback.append(router.id)
+    problems = []
+    if dark:
+        problems.append(
+            _about(Severity.CRITICAL, "no_live_chassis", "with no live gateway chassis", dark)
+        )
+    if short:
+        words = f"with fewer than {wanted} live gateway chassis"
+        problems.append(_about(Severity.WARNING, "few_chassis", words, short))
+    if failback:
+        words = "whose highest-priority chassis is dead (it will fail them back: evacuate it)"
+        problems.append(_about(Severity.WARNING, "failback_pending", words, failback))
+    return problems
+
+
+def _about(severity: Severity, kind: str, words: str, routers: list[str]) -> Problem:
+    return Problem(severity, kind, f"{len(routers)} router(s) {words}", tuple(sorted(routers)))
+
+
+def _imbalance(world: OvnSnapshot, threshold_pct: int) -> list[Problem]:
+    live = [c for c in world.chassis if c.alive]
+    counts = {c.host: len(world.primaries_of(c.id)) for c in live}
+    if not counts:
+        return []
+    mean = sum(counts.values()) / len(counts)
+    limit = mean * (1 + threshold_pct / 100)
+    over = sorted(h for h, n in counts.items() if n > limit and n - mean >= 1)
+    if not over:
+        return []
+    shown = ", ".join(f"{h} ({counts[h]})" for h in over)
+    detail = f"primaries imbalanced: {shown} against a mean of {mean:.1f}"
+    return [Problem(Severity.WARNING, "imbalance", detail)]
