@@ -27,13 +27,16 @@ BAD_GATEWAY_OUTCOMES: frozenset[StrEnum] = frozenset({GatewayOutcome.FAILED})
 
 @dataclass(frozen=True, slots=True)
 class GatewayMoveResult:
-    """The outcome of one planned gateway move; ``target`` is the chassis added."""
+    """The outcome of one planned gateway move; ``target`` is the chassis added; the times
+    as for ``MoveResult``."""
 
     move: GatewayMove
     outcome: GatewayOutcome
     reason: str = ""
     target: str | None = None
     seconds: float = 0.0
+    write_seconds: float = 0.0
+    started_after: float = 0.0
 
     @property
     def object_id(self) -> str:
