@@ -5,7 +5,8 @@ gateway chassis each with its own ovsdb-server, userspace ovs-vswitchd and
 ovn-controller, namespaces ``l3ov-*``), checks that the client reaches every router's
 gateway, kills the chassis primary for a router, measures how long the gateway stays
 silent, revives it and records whether the gateway moves back (pre-emption: the
-failback outage l3ha is to prevent), then tears everything down. Needs root, the
+failback outage l3ha is to prevent), stops the southbound database for 3 s (the
+gateways keep answering), then tears everything down. Needs root, the
 packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the Neutron
 virtualenv (``L3HA_NEUTRON_PYTHON``); skips with the reason without them.
 """
@@ -91,6 +92,10 @@ def test_gateway_fails_over_by_bfd_and_pre_empts_back(
         silent = longest_silence(router["gateway_ip"], WATCH_S, lambda: stack.revive_node(victim))
         back = wait_primary(stack, router, victim, 10.0)
         report(f"revive {victim}: pre-empted back: {back >= 0}; gateway silent {silent:.1f} s")
+        assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
+        silent = longest_silence(router["gateway_ip"], 8.0, lambda: stack.sb_outage(3.0))
+        report(f"southbound down 3 s: gateway silent {silent:.1f} s (the data plane keeps going)")
+        assert silent < FAILOVER_LIMIT_S
         assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
     finally:
         ovn_teardown(directory)
