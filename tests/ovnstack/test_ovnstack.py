@@ -28,7 +28,7 @@ from l3ha.lab.stack.processes import StackError, pids_naming
 from l3ha.lab.stack.services import check_pymysql, neutron_python
 
 FAILOVER_LIMIT_S = 15.0  # BFD detects in ~3 s; generous for a loaded machine
-WATCH_S = 20.0
+WATCH_S = 12.0
 
 
 def missing_reason() -> str | None:
@@ -75,6 +75,10 @@ def test_gateway_fails_over_by_bfd_and_pre_empts_back(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     directory = tmp_path_factory.mktemp("ovn") / "stack"
+
+    def fault(*args: str) -> None:  # through the CLI, as an operator rehearses
+        assert main(["lab", "stack", "fault", *args, "--dir", str(directory)]) == 0
+
     began = time.monotonic()
     stack = ovn_stack_up(OvnSpec(chassis=3, routers=2), directory)
     try:
@@ -85,20 +89,22 @@ def test_gateway_fails_over_by_bfd_and_pre_empts_back(
         router = stack.routers[0]
         victim = stack.primary(router)
         assert victim in stack.spec.hosts
-        silent = longest_silence(router["gateway_ip"], WATCH_S, lambda: stack.kill_node(victim))
+        silent = longest_silence(router["gateway_ip"], WATCH_S, lambda: fault("kill-node", victim))
         report(f"kill {victim}: gateway silent {silent:.1f} s, now on {stack.primary(router)}")
         assert silent < FAILOVER_LIMIT_S
         assert stack.primary(router) not in ("", victim)
-        silent = longest_silence(router["gateway_ip"], WATCH_S, lambda: stack.revive_node(victim))
+        address = router["gateway_ip"]
+        silent = longest_silence(address, WATCH_S, lambda: fault("revive-node", victim))
         back = wait_primary(stack, router, victim, 10.0)
         report(f"revive {victim}: pre-empted back: {back >= 0}; gateway silent {silent:.1f} s")
         assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
-        silent = longest_silence(router["gateway_ip"], 8.0, lambda: stack.sb_outage(3.0))
+        silent = longest_silence(router["gateway_ip"], 8.0, lambda: fault("sb-outage", "3"))
         report(f"southbound down 3 s: gateway silent {silent:.1f} s (the data plane keeps going)")
         assert silent < FAILOVER_LIMIT_S
         assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
     finally:
-        ovn_teardown(directory)
+        assert main(["lab", "stack", "down", "--dir", str(directory)]) == 0
+        ovn_teardown(directory)  # nothing left to do unless ``down`` failed
     assert leftovers(directory) == []
 
 
@@ -107,6 +113,12 @@ def test_ovn_stack_refuses_ml2_ovs_options(capsys: pytest.CaptureFixture[str]) -
     assert main([*argv, "--dir", "/nonexistent/l3ov-test"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--ovn takes no" in err[0]
+
+
+def test_ml2_ovs_stack_still_needs_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "stack", "up", "--routers", "1", "--dir", "/nonexistent/l3ov-t"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nodes is required" in err[0]
 
 
 def test_sb_outage_needs_an_ovn_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,7 +52,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     _add_dir(up)
-    up.add_argument("--nodes", type=positive_int, required=True, help="network nodes, 1-8")
+    up.add_argument(
+        "--nodes",
+        type=positive_int,
+        help="network nodes, 1-8 (with --ovn: gateway chassis, default 3)",
+    )
     up.add_argument("--routers", type=_non_negative_int, required=True, help="routers, 0-90")
     up.add_argument(
         "--ha-routers",
@@ -132,6 +136,10 @@ def up_command(args: argparse.Namespace) -> int:
 
     if args.ovn:
         return _ovn_up(args)
+    if args.nodes is None:
+        from l3ha.errors import BadInputError
+
+        raise BadInputError("--nodes is required (only --ovn has a default, 3)")
     from l3ha.lab.stack.stack import stack_up
 
     spec = StackSpec(
@@ -191,12 +199,12 @@ def node_fault_command(args: argparse.Namespace) -> int:
 
 def _ovn_up(args: argparse.Namespace) -> int:
     from l3ha.errors import BadInputError
-    from l3ha.lab.stack.ovnspec import OvnSpec
+    from l3ha.lab.stack.ovnspec import DEFAULT_CHASSIS, OvnSpec
     from l3ha.lab.stack.ovnstack import ovn_stack_up
 
     if args.ha_routers or args.dhcp or args.neutron_failover:
         raise BadInputError("--ovn takes no --ha-routers, --dhcp or --neutron-failover")
-    spec = OvnSpec(args.nodes, args.routers, args.agent_down_time)
+    spec = OvnSpec(args.nodes or DEFAULT_CHASSIS, args.routers, args.agent_down_time)
     stack = ovn_stack_up(spec, Path(args.dir))
     sys.stderr.write(
         f"OVN stack up: {spec.chassis} gateway chassis, {spec.routers} routers; "
