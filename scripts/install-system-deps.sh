@@ -2,7 +2,7 @@
 # Install the Debian packages l3ha's tests use, when running as root with apt-get.
 # Without root (or apt-get) it says so; the tests that need them then skip with a reason.
 set -eu
-PACKAGES="keepalived etcd-server iproute2 chromium prometheus openvswitch-switch rabbitmq-server mariadb-server iptables conntrack iputils-arping iputils-ping sudo dnsmasq-base ovn-central"
+PACKAGES="keepalived etcd-server iproute2 chromium prometheus openvswitch-switch rabbitmq-server mariadb-server iptables conntrack iputils-arping iputils-ping sudo dnsmasq-base ovn-central ovn-host"
 missing=""
 for pkg in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"

@@ -14,136 +14,17 @@ for it) or its nb_cfg_timestamp is younger than agent_down_time.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.contract.contract_http import Api, call
 
 from l3ha.lab.stack.configs import StackLayout
-from l3ha.lab.stack.processes import (
-    StateFile,
-    free_ports,
-    port_open,
-    run,
-    spawn,
-    stop_groups,
-    wait_for,
-)
-from l3ha.lab.stack.services import (
-    API_SCRIPT,
-    check_pymysql,
-    migrate_database,
-    start_mariadb,
-    write_paste_config,
-)
-from l3ha.lab.stack.spec import Ports
+from l3ha.lab.stack.ovncentral import OVN_PHYSNET, OvnCentral, start_ovn_neutron
+from l3ha.lab.stack.processes import StateFile, stop_groups, wait_for
+from l3ha.lab.stack.services import check_pymysql
 
-SCHEMAS = Path("/usr/share/ovn")
-PHYSNET = "physnet1"
+PHYSNET = OVN_PHYSNET
 AGENT_DOWN_TIME_S = 30
-
-
-def neutron_conf(layout: StackLayout, port: int, nb: Path, sb: Path) -> str:
-    return f"""[DEFAULT]
-core_plugin = ml2
-service_plugins = ovn-router
-auth_strategy = noauth
-transport_url = fake:/
-rpc_workers = 0
-rpc_state_report_workers = 0
-api_workers = 1
-host = contract-ovn-server
-state_path = {layout.root / "server"}
-api_paste_config = {layout.etc / "api-paste.ini"}
-agent_down_time = {AGENT_DOWN_TIME_S}
-debug = false
-log_dir = {layout.logs}
-
-[quotas]
-quota_router = -1
-quota_network = -1
-quota_subnet = -1
-quota_port = -1
-
-[database]
-connection = mysql+pymysql://root@127.0.0.1:{port}/neutron
-
-[oslo_concurrency]
-lock_path = {layout.root / "lock"}
-
-[ovn]
-ovn_nb_connection = unix:{nb}
-ovn_sb_connection = unix:{sb}
-ovn_l3_scheduler = leastloaded
-"""
-
-
-ML2_CONF = f"""[ml2]
-type_drivers = flat,geneve
-tenant_network_types = geneve
-mechanism_drivers = ovn
-extension_drivers = port_security
-
-[ml2_type_flat]
-flat_networks = {PHYSNET}
-
-[ml2_type_geneve]
-vni_ranges = 1:1000
-max_header_size = 38
-"""
-
-
-@dataclass
-class OvnCentral:
-    """NB and SB ovsdb-servers and ovn-northd under ``root`` (unix sockets only)."""
-
-    root: Path
-    pids: list[int] = field(default_factory=list)
-
-    @property
-    def nb(self) -> Path:
-        return self.root / "nb.sock"
-
-    @property
-    def sb(self) -> Path:
-        return self.root / "sb.sock"
-
-    def start(self) -> None:
-        logs = self.root / "log"
-        for name, schema, sock in (("nb", "ovn-nb", self.nb), ("sb", "ovn-sb", self.sb)):
-            # pids[0] is the NB server, pids[1] the SB server (restart_sb), pids[2] northd
-            db = self.root / f"{name}.db"
-            run(["ovsdb-tool", "create", str(db), str(SCHEMAS / f"{schema}.ovsschema")])
-            argv = ["ovsdb-server", str(db), f"--remote=punix:{sock}", "--no-chdir"]
-            argv += [f"--unixctl={self.root / name}.ctl", f"--log-file={logs / name}.log"]
-            self.pids.append(spawn(f"ovsdb-{name}", argv, logs))
-            wait_for(f"the OVN {name} database", sock.exists, 30)
-        run(["ovn-nbctl", f"--db=unix:{self.nb}", "--no-leader-only", "init"])
-        run(["ovn-sbctl", f"--db=unix:{self.sb}", "init"])
-        argv = ["ovn-northd", f"--ovnnb-db=unix:{self.nb}", f"--ovnsb-db=unix:{self.sb}"]
-        argv += [f"--unixctl={self.root / 'northd.ctl'}", f"--log-file={logs / 'northd.log'}"]
-        self.pids.append(spawn("northd", argv, logs))
-
-    def restart_sb(self, down_s: float) -> None:
-        """Stop the southbound ovsdb-server for ``down_s`` seconds and start it again on the
-        same database and socket."""
-        stop_groups([self.pids[1]], grace=5)
-        time.sleep(down_s)
-        logs = self.root / "log"
-        argv = ["ovsdb-server", str(self.root / "sb.db"), f"--remote=punix:{self.sb}"]
-        argv += ["--no-chdir", f"--unixctl={self.root / 'sb'}.ctl", f"--log-file={logs}/sb.log"]
-        self.pids[1] = spawn("ovsdb-sb", argv, logs)
-        wait_for("the OVN sb database", self.sb.exists, 30)
-
-    def nbctl(self, *args: str) -> str:
-        return run(["ovn-nbctl", f"--db=unix:{self.nb}", "--no-leader-only", *args])
-
-    def sbctl(self, *args: str) -> str:
-        return run(["ovn-sbctl", f"--db=unix:{self.sb}", *args])
-
-    def stop(self) -> None:
-        stop_groups(self.pids, grace=5)
-        self.pids.clear()
 
 
 class OvnNeutronServer:
@@ -152,39 +33,31 @@ class OvnNeutronServer:
     def __init__(self, python: Path, root: Path) -> None:
         self.python = python
         self.layout = StackLayout(root)
-        self.ovn = OvnCentral(root / "ovn")
         self.state = StateFile(root / "stack.json")
+        self.ovn = OvnCentral(root / "ovn", self.state)
         self.url = ""
         self.startup_s = 0.0
 
     def start(self) -> None:
         began = time.monotonic()
         check_pymysql(self.python)  # one clear line before anything is started
-        scratch = self.layout.root / "tmp"
-        for directory in (self.layout.etc, self.layout.logs, self.ovn.root, scratch):
-            directory.mkdir(parents=True, exist_ok=True)
-        (self.layout.root / "lock").mkdir(exist_ok=True)
+        self.ovn.logs.mkdir(parents=True, exist_ok=True)
         self.ovn.start()
-        mariadb, api = free_ports(2)
-        ports = Ports(mariadb=mariadb, rabbit=0, rabbit_dist=0, epmd=0, api=api)
-        start_mariadb(self.layout, self.state, ports)
-        conf = neutron_conf(self.layout, mariadb, self.ovn.nb, self.ovn.sb)
-        (self.layout.etc / "neutron.conf").write_text(conf)
-        (self.layout.etc / "ml2_conf.ini").write_text(ML2_CONF)
-        write_paste_config(self.python, self.layout)
-        migrate_database(self.python, self.layout)
-        env = {"ASGI_WORKERS": "1", "TMPDIR": str(scratch)}
-        env["PYTHONWARNINGS"] = "ignore"
-        argv = [str(self.python), str(API_SCRIPT), str(self.layout.etc), str(api)]
-        self.state.record("api", spawn("api", argv, self.layout.logs, env=env))
-        wait_for("the Neutron ML2/OVN API", lambda: port_open(api), 180)
+        api = start_ovn_neutron(
+            self.python,
+            self.layout,
+            self.state,
+            self.ovn,
+            host="contract-ovn-server",
+            agent_down_time=AGENT_DOWN_TIME_S,
+        )
         self.url = f"http://127.0.0.1:{api}/"
         wait_for("GET /", lambda: call(self.url).status == 200, 60)
         self.startup_s = time.monotonic() - began
 
     def stop(self) -> None:
-        stop_groups(list(self.state.pids.values()), grace=10)
         self.ovn.stop()
+        stop_groups(list(self.state.pids.values()), grace=10)
 
 
 class OvnNeutronBackend:

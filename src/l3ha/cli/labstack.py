@@ -52,7 +52,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     _add_dir(up)
-    up.add_argument("--nodes", type=positive_int, required=True, help="network nodes, 1-8")
+    up.add_argument(
+        "--nodes",
+        type=positive_int,
+        help="network nodes, 1-8 (with --ovn: gateway chassis, default 3)",
+    )
     up.add_argument("--routers", type=_non_negative_int, required=True, help="routers, 0-90")
     up.add_argument(
         "--ha-routers",
@@ -80,6 +84,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="allow_automatic_l3agent_failover = True (Neutron's own rescheduler)",
     )
+    up.add_argument(
+        "--ovn",
+        action="store_true",
+        help="an ML2/OVN cloud instead: OVN central, Neutron ML2/OVN, NODES gateway chassis "
+        "(namespaces l3ov-gwK, ovn-controller each), no RabbitMQ or agents",
+    )
     up.set_defaults(func=up_command)
 
     down = group.add_parser(
@@ -89,12 +99,20 @@ def register(subparsers: Any) -> None:
         "namespaces by the l3rs- prefix.",
     )
     _add_dir(down)
+    down.add_argument(
+        "--ovn", action="store_true", help="an OVN stack's leftovers (l3ov-) without its state file"
+    )
     down.set_defaults(func=down_command)
 
     fault = command_group(group, "fault", "inject a fault into the running stack")
     outage = fault.add_parser("broker-outage", help="stop RabbitMQ for SECONDS, then start it")
     outage.add_argument("seconds", type=positive_float, metavar="SECONDS")
     outage.set_defaults(func=broker_outage_command)
+    sb_outage = fault.add_parser(
+        "sb-outage", help="OVN stack: stop the southbound ovsdb-server for SECONDS, then start it"
+    )
+    sb_outage.add_argument("seconds", type=positive_float, metavar="SECONDS")
+    sb_outage.set_defaults(func=sb_outage_command)
     for verb, text in (
         ("kill-node", "the node dies: its links cut, its agents and Open vSwitch killed (-9)"),
         ("restart-agents", "stop the node's agents (SIGTERM) and start them again"),
@@ -115,6 +133,13 @@ def register(subparsers: Any) -> None:
 
 def up_command(args: argparse.Namespace) -> int:
     from l3ha.lab.stack.spec import StackSpec
+
+    if args.ovn:
+        return _ovn_up(args)
+    if args.nodes is None:
+        from l3ha.errors import BadInputError
+
+        raise BadInputError("--nodes is required (only --ovn has a default, 3)")
     from l3ha.lab.stack.stack import stack_up
 
     spec = StackSpec(
@@ -135,9 +160,11 @@ def up_command(args: argparse.Namespace) -> int:
 
 
 def down_command(args: argparse.Namespace) -> int:
+    from l3ha.lab.stack.ovnstack import is_ovn_stack, ovn_teardown
     from l3ha.lab.stack.teardown import teardown
 
-    report = teardown(Path(args.dir))
+    ovn = args.ovn or is_ovn_stack(Path(args.dir))
+    report = (ovn_teardown if ovn else teardown)(Path(args.dir))
     sys.stdout.write(
         f"stack down: stopped {len(report.processes)} processes, removed "
         f"{len(report.namespaces)} namespaces\n"
@@ -154,8 +181,11 @@ def broker_outage_command(args: argparse.Namespace) -> int:
 
 
 def node_fault_command(args: argparse.Namespace) -> int:
+    from l3ha.lab.stack.ovnstack import is_ovn_stack
     from l3ha.lab.stack.stack import open_stack
 
+    if is_ovn_stack(Path(args.dir)):
+        return _ovn_node_fault(args)
     stack = open_stack(Path(args.dir))
     if args.verb == "restart-agents":
         stack.restart_agents(args.host, with_ovs=args.with_ovs)
@@ -164,4 +194,44 @@ def node_fault_command(args: argparse.Namespace) -> int:
     else:
         stack.revive_node(args.host)
     sys.stdout.write(f"{args.host}: {args.verb} done\n")
+    return 0
+
+
+def _ovn_up(args: argparse.Namespace) -> int:
+    from l3ha.errors import BadInputError
+    from l3ha.lab.stack.ovnspec import DEFAULT_CHASSIS, OvnSpec
+    from l3ha.lab.stack.ovnstack import ovn_stack_up
+
+    if args.ha_routers or args.dhcp or args.neutron_failover:
+        raise BadInputError("--ovn takes no --ha-routers, --dhcp or --neutron-failover")
+    spec = OvnSpec(args.nodes or DEFAULT_CHASSIS, args.routers, args.agent_down_time)
+    stack = ovn_stack_up(spec, Path(args.dir))
+    sys.stderr.write(
+        f"OVN stack up: {spec.chassis} gateway chassis, {spec.routers} routers; "
+        f"state in {args.dir}\n"
+    )
+    sys.stdout.write(stack.clouds_yaml())
+    return 0
+
+
+def _ovn_node_fault(args: argparse.Namespace) -> int:
+    from l3ha.errors import BadInputError
+    from l3ha.lab.stack.ovnstack import open_ovn_stack
+
+    stack = open_ovn_stack(Path(args.dir))
+    if args.verb == "kill-node":
+        stack.kill_node(args.host)
+    elif args.verb == "revive-node":
+        stack.revive_node(args.host)
+    else:
+        raise BadInputError(f"{args.verb} is not a fault of an OVN stack (kill-node, revive-node)")
+    sys.stdout.write(f"{args.host}: {args.verb} done\n")
+    return 0
+
+
+def sb_outage_command(args: argparse.Namespace) -> int:
+    from l3ha.lab.stack.ovnstack import open_ovn_stack
+
+    open_ovn_stack(Path(args.dir)).sb_outage(args.seconds)
+    sys.stdout.write(f"southbound database stopped for {args.seconds:.1f} s, started again\n")
     return 0

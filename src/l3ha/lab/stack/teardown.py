@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +55,8 @@ def _ancestors() -> set[int]:
     return found
 
 
-def teardown(directory: Path) -> TeardownReport:
-    """Stop and remove everything of the stack in ``directory``; what was done."""
+def teardown(directory: Path, owns: Callable[[str], bool] = owns_namespace) -> TeardownReport:
+    """Stop and remove everything of the stack in ``directory`` (its namespaces: ``owns``)."""
     report = TeardownReport()
     for stage in _recorded_in_stages(directory):
         report.processes += stop_groups(stage, grace=10)
@@ -63,7 +64,7 @@ def teardown(directory: Path) -> TeardownReport:
     stray = [p for p in pids_naming(str(directory.resolve()) + "/") if p not in mine]
     terminate(stray, grace=5)
     report.processes += stray
-    namespaces = [n for n in list_namespaces() if owns_namespace(n)]
+    namespaces = [n for n in list_namespaces() if owns(n)]
     inside = [p for n in namespaces for p in pids_in(n) if p not in mine]
     terminate(inside, grace=5)
     report.processes += inside

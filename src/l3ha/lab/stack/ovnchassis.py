@@ -1,0 +1,125 @@
+"""The OVN stack's data plane: fabric, client and gateway chassis. I/O: ``ip``, OVS, spawns.
+
+The fabric namespace runs one Open vSwitch with two switches, the underlay and
+the external network. Each chassis namespace runs its own ovsdb-server,
+userspace ovs-vswitchd (``datapath_type=netdev``) and ovn-controller: the
+underlay veth sits on ``br-ul``, whose internal port carries the chassis'
+geneve address (userspace tunnels leave through an OVS bridge), the external
+veth on ``br-ex`` (``physnet1``). Killing a chassis takes both its veths off
+the fabric and SIGKILLs its daemons; reviving starts them on the same files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l3ha.lab.netns import LabCommandError, add_namespace, ip
+from l3ha.lab.stack.ovncentral import OVN_PHYSNET
+from l3ha.lab.stack.ovnspec import (
+    EXTERNAL_BRIDGE,
+    EXTERNAL_SWITCH,
+    OVN_CLIENT_NS,
+    OVN_FABRIC_NS,
+    UNDERLAY_BRIDGE,
+    UNDERLAY_SWITCH,
+    chassis_index,
+    fabric_ports,
+    underlay_ip,
+)
+from l3ha.lab.stack.processes import StateFile, kill_now, spawn, wait_for
+from l3ha.lab.stack.vswitch import Ovs
+
+CLIENT_CIDR = "169.254.96.1/20"
+
+
+def ovn_fabric(state: StateFile, root: Path) -> Ovs:
+    return Ovs(OVN_FABRIC_NS, root / "fab", state, "fab")
+
+
+def _plug(fab: Ovs, switch: str, fabric_end: str, namespace: str, device: str) -> None:
+    ip("-n", OVN_FABRIC_NS, "link", "add", fabric_end, "type", "veth", "peer", "name", device,
+       "netns", namespace)  # fmt: skip
+    ip("-n", OVN_FABRIC_NS, "link", "set", fabric_end, "up")
+    ip("-n", namespace, "link", "set", device, "up")
+    fab.vsctl("--may-exist", "add-port", switch, fabric_end)
+
+
+def make_ovn_fabric(fab: Ovs) -> None:
+    """The fabric namespace with both switches, and the client on the external one."""
+    add_namespace(OVN_FABRIC_NS)
+    fab.start()
+    fab.add_bridge(UNDERLAY_SWITCH)
+    fab.add_bridge(EXTERNAL_SWITCH)
+    add_namespace(OVN_CLIENT_NS)
+    _plug(fab, EXTERNAL_SWITCH, "client", OVN_CLIENT_NS, "eth0")
+    ip("-n", OVN_CLIENT_NS, "address", "add", CLIENT_CIDR, "dev", "eth0")
+
+
+class Chassis:
+    """Gateway chassis ``host``: its namespace, Open vSwitch and ovn-controller."""
+
+    def __init__(self, host: str, root: Path, state: StateFile, sb_socket: Path) -> None:
+        self.host, self.state, self.sb = host, state, sb_socket
+        self.dir = root / host.removeprefix("l3ov-")
+        self.ovs = Ovs(host, self.dir, state, host)
+
+    def up(self, fab: Ovs) -> None:
+        """Namespace, veths, Open vSwitch, OVN settings and ovn-controller."""
+        add_namespace(self.host)
+        underlay, external = fabric_ports(self.host)
+        _plug(fab, UNDERLAY_SWITCH, underlay, self.host, "ul")
+        _plug(fab, EXTERNAL_SWITCH, external, self.host, "ex")
+        self.ovs.start()
+        self.ovs.add_bridge(UNDERLAY_BRIDGE, "ul")
+        self.ovs.add_bridge(EXTERNAL_BRIDGE, "ex")
+        index = chassis_index(self.host)
+        self.ovs.vsctl(
+            "set", "Open_vSwitch", ".",
+            f"external_ids:system-id={self.host}", f"external_ids:hostname={self.host}",
+            f"external_ids:ovn-remote=unix:{self.sb}", "external_ids:ovn-encap-type=geneve",
+            f"external_ids:ovn-encap-ip={underlay_ip(index)}",
+            "external_ids:ovn-bridge-datapath-type=netdev",
+            "external_ids:ovn-cms-options=enable-chassis-as-gw",
+            f"external_ids:ovn-bridge-mappings={OVN_PHYSNET}:{EXTERNAL_BRIDGE}",
+        )  # fmt: skip
+        self.address_underlay()
+        self.start_controller()
+
+    def address_underlay(self) -> None:
+        """The geneve address on br-ul's internal port (made anew by each vswitchd)."""
+        wait_for(f"{UNDERLAY_BRIDGE} in {self.host}", self._has_underlay_port, 30)
+        cidr = f"{underlay_ip(chassis_index(self.host))}/24"
+        ip("-n", self.host, "address", "replace", cidr, "dev", UNDERLAY_BRIDGE)
+        ip("-n", self.host, "link", "set", UNDERLAY_BRIDGE, "up")
+
+    def _has_underlay_port(self) -> bool:
+        try:
+            ip("-n", self.host, "link", "show", UNDERLAY_BRIDGE)
+        except LabCommandError:
+            return False
+        return True
+
+    def start_controller(self) -> None:
+        env = {**self.ovs.env, "OVN_RUNDIR": str(self.dir), "OVN_LOGDIR": str(self.dir)}
+        argv = ["ovn-controller", f"unix:{self.ovs.socket}", "--no-chdir", "-vconsole:off",
+                f"--log-file={self.dir / 'ovn-controller.log'}"]  # fmt: skip
+        pid = spawn("ovn-controller", argv, self.dir, namespace=self.host, env=env)
+        self.state.record(f"{self.host}/controller", pid)
+
+    def kill(self, fab: Ovs) -> None:
+        """Links cut, then every daemon of the chassis SIGKILLed (a crash)."""
+        for port in fabric_ports(self.host):
+            fab.vsctl("--if-exists", "del-port", port)
+        roles = [f"{self.host}/{name}" for name in ("controller", "vswitchd", "ovsdb")]
+        kill_now([self.state.pids[role] for role in roles if role in self.state.pids])
+        for role in roles:
+            self.state.forget(role)
+
+    def revive(self, fab: Ovs) -> None:
+        """Daemons started on the same files, geneve address back, links back."""
+        self.ovs.start()
+        self.address_underlay()
+        self.start_controller()
+        switches = (UNDERLAY_SWITCH, EXTERNAL_SWITCH)
+        for switch, port in zip(switches, fabric_ports(self.host), strict=True):
+            fab.vsctl("--may-exist", "add-port", switch, port)

@@ -1,0 +1,97 @@
+"""The OVN stack's routers in Neutron, and what the client reaches. I/O: HTTP, ping.
+
+One flat external network on ``physnet1`` (169.254.96.0/20, the client at .1);
+per router a geneve tenant network 169.254.K.0/24 on its interface, and its
+gateway on the external network, which Neutron's OVN driver schedules over the
+gateway chassis (Gateway_Chassis rows, one priority per chassis).
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+from l3ha.lab.stack.ovncentral import OVN_PHYSNET
+from l3ha.lab.stack.ovnspec import OVN_CLIENT_NS, OvnSpec
+from l3ha.lab.stack.processes import wait_for
+from l3ha.lab.stack.spec import (
+    EXTERNAL_CIDR,
+    EXTERNAL_GATEWAY,
+    EXTERNAL_POOL,
+    router_name,
+    tenant_cidr,
+    tenant_router_ip,
+)
+from l3ha.lab.stack.topology import NeutronHttp, pings
+
+
+def _external_network(api: NeutronHttp) -> str:
+    network = api.post("networks", {"network": {
+        "name": "l3ov-external", "router:external": True, "provider:network_type": "flat",
+        "provider:physical_network": OVN_PHYSNET,
+    }})["network"]  # fmt: skip
+    api.post("subnets", {"subnet": {
+        "network_id": network["id"], "ip_version": 4, "cidr": EXTERNAL_CIDR,
+        "gateway_ip": EXTERNAL_GATEWAY, "enable_dhcp": False,
+        "allocation_pools": [{"start": EXTERNAL_POOL[0], "end": EXTERNAL_POOL[1]}],
+    }})  # fmt: skip
+    return str(network["id"])
+
+
+def _router(api: NeutronHttp, index: int, external_id: str) -> dict[str, Any]:
+    """Router ``rINDEX`` with its tenant network and gateway; its name, id, gateway port and IP."""
+    network = api.post("networks", {"network": {"name": f"l3ov-net{index}"}})["network"]
+    subnet = api.post("subnets", {"subnet": {
+        "network_id": network["id"], "ip_version": 4, "cidr": tenant_cidr(index),
+        "gateway_ip": tenant_router_ip(index), "enable_dhcp": False,
+    }})["subnet"]  # fmt: skip
+    router = api.post("routers", {"router": {
+        "name": router_name(index), "external_gateway_info": {"network_id": external_id},
+    }})["router"]  # fmt: skip
+    api.put(f"routers/{router['id']}/add_router_interface", {"subnet_id": subnet["id"]})
+    port = api.get(f"ports?device_id={router['id']}&device_owner=network:router_gateway")
+    gateway = port["ports"][0]
+    return {
+        "name": router_name(index),
+        "id": str(router["id"]),
+        "gateway_port": str(gateway["id"]),
+        "gateway_ip": str(gateway["fixed_ips"][0]["ip_address"]),
+    }
+
+
+def create_ovn_topology(api: NeutronHttp, spec: OvnSpec) -> list[dict[str, Any]]:
+    external_id = _external_network(api)
+    return [_router(api, k, external_id) for k in spec.router_indexes]
+
+
+def reachable(address: str, timeout_s: int = 1) -> bool:
+    """One echo from the client namespace to ``address`` answered."""
+    return pings(OVN_CLIENT_NS, address, timeout_s)
+
+
+def wait_reachable(addresses: list[str], timeout: float) -> None:
+    wait_for("the client to reach every router's gateway",
+             lambda: all(reachable(a) for a in addresses), timeout, 1.0)  # fmt: skip
+
+
+def longest_silence(address: str, seconds: float, action: Callable[[], None]) -> float:
+    """Ping ``address`` from the client every 0.1 s for ``seconds`` while ``action`` runs;
+    the longest time between two answers (or from the start/to the end), in seconds."""
+    argv = ["ip", "netns", "exec", OVN_CLIENT_NS, "ping", "-n", "-D", "-i", "0.1", "-W", "1",
+            "-w", str(int(seconds)), address]  # fmt: skip
+    began = time.time()
+    ping = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        action()
+        out, _ = ping.communicate(timeout=seconds + 30)
+    finally:
+        if ping.poll() is None:
+            ping.kill()
+            ping.wait()
+    answers = [float(line[1:].split("]", 1)[0]) for line in out.splitlines()
+               if line.startswith("[") and "bytes from" in line]  # fmt: skip
+    marks = [began, *answers, began + seconds]
+    return max(later - earlier for earlier, later in itertools.pairwise(marks))
