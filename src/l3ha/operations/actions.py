@@ -140,6 +140,8 @@ class _RouterDrain:
     request: ActionRequest
     agent_words: str = "agent"
     noun: str = "router"
+    arrived: str = "{count} router(s) arrived on {host} while it drained; moving them"
+    landed: str = "{count} router(s) landed meanwhile; moving them"
 
     def observe(self) -> Snapshot:
         return self.ctx.observe()
@@ -159,12 +161,6 @@ class _RouterDrain:
 
     def stranded(self, step: Executed) -> int | None:
         return len(step.plan.unplaceable) if step.exit_code != 0 else None
-
-    def arrived_notice(self, count: int, agent: Agent) -> str:
-        return f"{count} router(s) arrived on {agent.host} while it drained; moving them"
-
-    def landed_notice(self, count: int) -> str:
-        return f"{count} router(s) landed meanwhile; moving them"
 
     def unfinished(self, last: Executed, agent: Agent, left: Sized) -> tuple[str, ...]:
         if last.exit_code == 0 and not left:

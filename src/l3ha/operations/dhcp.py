@@ -129,6 +129,8 @@ class _DhcpDrain:
     agent_id: str
     agent_words: str = "DHCP agent"
     noun: str = "network"
+    arrived: str = "{count} network(s) arrived on DHCP agent {host} while it drained"
+    landed: str = "{count} network(s) landed meanwhile"
 
     def observe(self) -> DhcpSnapshot:
         return self.ctx.observe()
@@ -153,12 +155,6 @@ class _DhcpDrain:
 
     def stranded(self, step: DhcpExecuted) -> int | None:
         return len(step.run.unplaced) if step.run.unplaced else None
-
-    def arrived_notice(self, count: int, agent: Agent) -> str:
-        return f"{count} network(s) arrived on DHCP agent {agent.host} while it drained"
-
-    def landed_notice(self, count: int) -> str:
-        return f"{count} network(s) landed meanwhile"
 
     def unfinished(self, last: DhcpExecuted, agent: Agent, left: Sized) -> tuple[str, ...]:
         problems = _verify(self.ctx, last, agent)

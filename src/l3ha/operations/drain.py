@@ -36,9 +36,13 @@ SnapT = TypeVar("SnapT")
 class DrainSide(Protocol[StepT, SnapT]):
     """What one kind supplies to the drain flow."""
 
-    #: How notices name the agent ("agent", "DHCP agent") and its objects ("router").
+    #: How notices name the agent ("agent", "DHCP agent") and its objects ("router"), and
+    #: the notices (with ``{count}`` and ``{host}``) for objects that arrive while it
+    #: drains and that land after it is disabled.
     agent_words: str
     noun: str
+    arrived: str
+    landed: str
 
     def observe(self) -> SnapT: ...
     def on_agent(self, snapshot: SnapT, agent_id: str) -> Sized: ...
@@ -46,8 +50,6 @@ class DrainSide(Protocol[StepT, SnapT]):
     def drain_pass(self, snapshot: SnapT) -> StepT: ...
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult: ...
     def stranded(self, step: StepT) -> int | None: ...
-    def arrived_notice(self, count: int, agent: Agent) -> str: ...
-    def landed_notice(self, count: int) -> str: ...
     def unfinished(self, last: StepT, agent: Agent, left: Sized) -> tuple[str, ...]: ...
 
 
@@ -94,7 +96,7 @@ def finish_drain(
     snapshot = side.observe()
     late = side.on_agent(snapshot, agent.id)
     if late:
-        notify(side.landed_notice(len(late)))
+        notify(side.landed.format(count=len(late), host=agent.host))
         done.steps.append(side.drain_pass(snapshot))
     return done
 
@@ -112,7 +114,7 @@ def _repeat_while_arriving(
     for _ in range(DRAIN_PASSES - 1):
         if last.exit_code != 0 or not left:
             break
-        notify(side.arrived_notice(len(left), agent))
+        notify(side.arrived.format(count=len(left), host=agent.host))
         last = side.drain_pass(side.observe())
         done.steps.append(last)
         left = side.left_on(agent)
