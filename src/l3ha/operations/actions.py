@@ -32,6 +32,7 @@ from l3ha.operations.context import (
     agent_of_another_kind,
     drain_change,
     operation_args,
+    still_on_source,
     undrain_change,
 )
 from l3ha.operations.drain import finish_drain
@@ -262,11 +263,8 @@ def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str,
     }
     if not moved:
         return ()
-    still = sorted(
-        b.router_id for b in ctx.cloud.routers_on_agent(source.id) if b.router_id in moved
-    )
-    for router_id in still:
-        ctx.notify(f"router {router_id} was reported moved but is still on {source.host}")
+    now_on = (b.router_id for b in ctx.cloud.routers_on_agent(source.id))
+    still = still_on_source(ctx.notify, "router", moved, now_on, source.host)
     if not still:
         return ()
     return (f"{len(still)} router(s) still on {source.host} after the evacuation",)

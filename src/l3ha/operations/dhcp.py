@@ -31,6 +31,7 @@ from l3ha.operations.context import (
     drain_change,
     log_notice,
     operation_args,
+    still_on_source,
     undrain_change,
 )
 from l3ha.operations.drain import finish_drain
@@ -298,9 +299,8 @@ def _verify(ctx: DhcpContext, step: DhcpExecuted, source: Agent | None) -> tuple
             for r in step.run.results
             if r.outcome in (DhcpOutcome.MOVED, DhcpOutcome.REMOVED)
         }
-        still = sorted(n for n in after.networks_of_agent(source.id) if n in moved)
-        for network_id in still:
-            ctx.notify(f"network {network_id} was reported moved but is still on {source.host}")
+        now_on = after.networks_of_agent(source.id)
+        still = still_on_source(ctx.notify, "network", moved, now_on, source.host)
         if still:
             problems.append(f"{len(still)} network(s) still on {source.host}")
         left = after.networks_of_agent(source.id)
