@@ -75,19 +75,25 @@ def register(sub: Any) -> None:
         help="state directory of 'l3ha watch' whose status to include (default: $L3HA_STATE_DIR, "
         "else $XDG_STATE_HOME/l3ha)",
     )
-    p.add_argument(
-        "-f",
-        "--format",
-        choices=("line", "json", "yaml"),
-        default="line",
-        help="the status line (default), or every problem as data",
-    )
+    add_report_format(p, "problem")
     p.add_argument(
         "--expect-daemon",
         action="store_true",
         help="warn when 'l3ha watch' has stopped or never ran with this state directory",
     )
     p.set_defaults(func=_run_check, usage_error_code=UNKNOWN)
+
+
+def add_report_format(p: argparse.ArgumentParser, item: str) -> None:
+    """``-f/--format`` of a report command (``check``, ``dhcp audit``): the status line,
+    or every ``item`` as data."""
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=("line", "json", "yaml"),
+        default="line",
+        help=f"the status line (default), or every {item} as data",
+    )
 
 
 def _run_check(args: argparse.Namespace) -> int:

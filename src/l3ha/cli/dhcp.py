@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
+from l3ha.cli.check import add_report_format
 from l3ha.cli.common import add_cloud_options, command_group, open_cloud
 from l3ha.cli.output import emit, emit_document
 from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
@@ -56,13 +57,7 @@ def register(sub: Any) -> None:
     )
     add_cloud_options(p, weights=False)
     add_count_option(p)
-    p.add_argument(
-        "-f",
-        "--format",
-        choices=("line", "json", "yaml"),
-        default="line",
-        help="the status line (default), or every finding as data",
-    )
+    add_report_format(p, "finding")
     p.set_defaults(func=_run_audit)
 
     specs = [

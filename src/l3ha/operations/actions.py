@@ -11,11 +11,14 @@ is written; notices for the operator go to ``ctx.notify``.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sized
+from dataclasses import dataclass, replace
 
 from l3ha.errors import NotFoundError, SafetyHaltError
 from l3ha.executor import (
+    AgentChange,
     AgentChangeOutcome,
+    AgentChangeResult,
     MoveOutcome,
     RunResult,
     snapshot_candidates,
@@ -23,14 +26,16 @@ from l3ha.executor import (
 from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
 from l3ha.journal import OperationRecord
 from l3ha.journal.history import recorded_names
-from l3ha.model import Agent, Binding, MoveKind, Plan, Snapshot
+from l3ha.model import Agent, MoveKind, Plan, Snapshot
 from l3ha.operations.context import (
     OperationContext,
     agent_of_another_kind,
     drain_change,
     operation_args,
+    still_on_source,
     undrain_change,
 )
+from l3ha.operations.drain import finish_drain
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
@@ -43,8 +48,6 @@ from l3ha.operations.request import (
 )
 from l3ha.weights import weight_warnings
 
-#: Passes a drain makes over an agent before disabling it, while routers keep arriving.
-DRAIN_PASSES = 3
 #: The outcomes (and count) that keep a drain from disabling its agent.
 _NOT_DONE = frozenset({*(o.value for o in BAD_OUTCOMES), UNPLACED})
 #: Actions that first finish what a crash interrupted (from the journal).
@@ -124,58 +127,54 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     _warn_about_weights(ctx, request, snapshot)
     agent = snapshot.find_agent(request.agent or "")
     first = _execute(ctx, request, snapshot, make_plan(request, snapshot))
-    steps: list[Step] = [first]
     change = drain_change(agent, snapshot.observed_at, "drain: no router left on the agent")
-    if request.dry_run:
-        if first.exit_code != 0:  # as the real run would: the agent stays enabled
-            ctx.notify(
-                f"agent {agent.host} would be left enabled: {len(first.plan.unplaceable)} "
-                "router(s) could not be placed and would stay on it"
-            )
-            return ActionResult(request.action, tuple(steps), problems=("agent left enabled",))
-        steps.append(AgentChanged(ctx.executor(request.execution).change_agent(change)))
-        return ActionResult(request.action, tuple(steps))
-    first, left = _drain_late_arrivals(ctx, request, agent, first, steps)
-    if first.exit_code != 0 or left:
-        ctx.notify(
+    side = _RouterDrain(ctx, request)
+    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=request.dry_run)
+    return ActionResult(request.action, tuple(done.steps), problems=done.problems)
+
+
+@dataclass
+class _RouterDrain:
+    """The router side of the drain flow (``l3ha.operations.drain``)."""
+
+    ctx: OperationContext
+    request: ActionRequest
+    agent_words: str = "agent"
+    noun: str = "router"
+    arrived: str = "{count} router(s) arrived on {host} while it drained; moving them"
+    landed: str = "{count} router(s) landed meanwhile; moving them"
+
+    def observe(self) -> Snapshot:
+        return self.ctx.observe()
+
+    def on_agent(self, snapshot: Snapshot, agent_id: str) -> Sized:
+        return snapshot.bindings_of_agent(agent_id)
+
+    def left_on(self, agent: Agent) -> Sized:
+        return self.ctx.cloud.routers_on_agent(agent.id)
+
+    def drain_pass(self, snapshot: Snapshot) -> Executed:
+        return _execute(self.ctx, self.request, snapshot, make_plan(self.request, snapshot))
+
+    def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
+        executor = self.ctx.executor(self.request.execution)
+        return executor.change_agent(change, None if self.request.dry_run else agent)
+
+    def stranded(self, step: Executed) -> int | None:
+        return len(step.plan.unplaceable) if step.exit_code != 0 else None
+
+    def unfinished(self, last: Executed, agent: Agent, left: Sized) -> tuple[str, ...]:
+        if last.exit_code == 0 and not left:
+            return ()
+        self.ctx.notify(
             f"agent {agent.host} left enabled: {len(left)} router(s) still on it "
             "(a disabled agent tears its routers down); fix the cause and drain again"
         )
         why = f"agent left enabled: {len(left)} router(s) still on it"
-        bad = {k: v for k, v in first.run.counts().items() if v and k in _NOT_DONE}
+        bad = {k: v for k, v in last.run.counts().items() if v and k in _NOT_DONE}
         if bad:
             why += " after " + ", ".join(f"{v} {k}" for k, v in bad.items())
-        return ActionResult(request.action, tuple(steps), problems=(why,))
-    disabled = ctx.executor(request.execution).change_agent(change, agent)
-    steps.append(AgentChanged(disabled))
-    if not disabled.ok:
-        ctx.notify(f"agent {agent.host} could not be disabled: {disabled.detail}")
-        return ActionResult(request.action, tuple(steps))
-    ctx.notify(f"agent {agent.host} disabled")
-    snapshot = ctx.observe()
-    late = snapshot.bindings_of_agent(agent.id)
-    if late:
-        ctx.notify(f"{len(late)} router(s) landed meanwhile; moving them")
-        steps.append(_execute(ctx, request, snapshot, make_plan(request, snapshot)))
-    return ActionResult(request.action, tuple(steps))
-
-
-def _drain_late_arrivals(
-    ctx: OperationContext, request: ActionRequest, agent: Agent, last: Executed, steps: list[Step]
-) -> tuple[Executed, list[Binding]]:
-    """Repeat the first pass of a drain while routers arrive on the agent (Neutron's
-    scheduler, a crash's recovery), at most ``DRAIN_PASSES`` times; the last pass and
-    what is left on the agent."""
-    left = ctx.cloud.routers_on_agent(agent.id)
-    for _ in range(DRAIN_PASSES - 1):
-        if last.exit_code != 0 or not left:
-            break
-        ctx.notify(f"{len(left)} router(s) arrived on {agent.host} while it drained; moving them")
-        snapshot = ctx.observe()
-        last = _execute(ctx, request, snapshot, make_plan(request, snapshot))
-        steps.append(last)
-        left = ctx.cloud.routers_on_agent(agent.id)
-    return last, left
+        return (why,)
 
 
 def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -264,11 +263,8 @@ def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str,
     }
     if not moved:
         return ()
-    still = sorted(
-        b.router_id for b in ctx.cloud.routers_on_agent(source.id) if b.router_id in moved
-    )
-    for router_id in still:
-        ctx.notify(f"router {router_id} was reported moved but is still on {source.host}")
+    now_on = (b.router_id for b in ctx.cloud.routers_on_agent(source.id))
+    still = still_on_source(ctx.notify, "router", moved, now_on, source.host)
     if not still:
         return ()
     return (f"{len(still)} router(s) still on {source.host} after the evacuation",)

@@ -3,7 +3,8 @@
 I/O: none itself but ``agent_of_another_kind``'s one read; it holds the handles
 the operations use, and what operations of every kind share: the journal
 arguments of an operation (``operation_args``) and the agent changes of a drain
-and an undrain (``drain_change``, ``undrain_change``). ``observe``
+and an undrain (``drain_change``, ``undrain_change``), and the check that what a run
+reported moved off an agent is gone from it (``still_on_source``). ``observe``
 reads the world an operation plans on; it defaults to a fresh snapshot of
 the cloud, and the watch daemon hands in its own (a snapshot in which each
 agent's ``alive`` is l3ha's own verdict, not the server's flag).
@@ -12,7 +13,7 @@ agent's ``alive`` is l3ha's own verdict, not the server's flag).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from l3ha.clock import Clock
@@ -97,6 +98,17 @@ def undrain_change(agent: Agent, reason: str) -> AgentChange:
         admin_state_up=True,
         description="" if agent.description.startswith(DRAIN_MARK) else None,
     )
+
+
+def still_on_source(
+    notify: Notify, noun: str, moved: Collection[str], now_on: Iterable[str], host: str
+) -> list[str]:
+    """Verify a run of any kind: the objects reported moved off ``host`` that are still on
+    it (``now_on``), sorted, each named in a notice."""
+    still = sorted(object_id for object_id in now_on if object_id in moved)
+    for object_id in still:
+        notify(f"{noun} {object_id} was reported moved but is still on {host}")
+    return still
 
 
 def agent_of_another_kind(

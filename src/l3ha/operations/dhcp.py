@@ -14,26 +14,27 @@ a restored host's networks to it) call this. Gates raise
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, replace
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
-from l3ha.executor import AgentChangeOutcome
+from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.journal import Journal
 from l3ha.model import Agent
-from l3ha.operations.actions import DRAIN_PASSES
 from l3ha.operations.context import (
     Notify,
     drain_change,
     log_notice,
     operation_args,
+    still_on_source,
     undrain_change,
 )
+from l3ha.operations.drain import finish_drain
 from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
 from l3ha.operations.request import (
     AgentChanged,
@@ -114,44 +115,57 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     _gate_fleet(request, snapshot, "drain")
     first = _execute(ctx, request, snapshot, plan_dhcp_drain(snapshot, agent.id, policy))
     change = drain_change(agent, snapshot.observed_at, "dhcp drain: no network left on the agent")
-    if request.dry_run:
-        if first.run.unplaced:  # as the real run would: the agent stays enabled
-            ctx.notify(
-                f"DHCP agent {agent.host} would be left enabled: {len(first.run.unplaced)} "
-                "network(s) could not be placed and would stay on it"
-            )
-            return DhcpResult(request.action, (first,), problems=("agent left enabled",))
-        planned = change_dhcp_agent(ctx.cloud, None, ctx.clock, change, dry_run=True, current=agent)
-        return DhcpResult(request.action, (first, AgentChanged(planned)))
-    runs: list[DhcpExecuted | AgentChanged] = [first]
-    for _ in range(DRAIN_PASSES - 1):  # again while networks arrive on the agent
-        again = ctx.observe()
-        left = again.networks_of_agent(agent.id)
-        if first.exit_code != 0 or not left:
-            break
-        ctx.notify(f"{len(left)} network(s) arrived on DHCP agent {agent.host} while it drained")
-        first = _execute(ctx, request, again, plan_dhcp_drain(again, agent.id, policy))
-        runs.append(first)
-    problems = _verify(ctx, first, agent)
-    if problems or first.exit_code != 0:
-        ctx.notify(
+    side = _DhcpDrain(ctx, request, policy, agent.id)
+    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=request.dry_run)
+    return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
+
+
+@dataclass
+class _DhcpDrain:
+    """The DHCP side of the drain flow (``l3ha.operations.drain``)."""
+
+    ctx: DhcpContext
+    request: DhcpRequest
+    policy: DhcpPolicy
+    agent_id: str
+    agent_words: str = "DHCP agent"
+    noun: str = "network"
+    arrived: str = "{count} network(s) arrived on DHCP agent {host} while it drained"
+    landed: str = "{count} network(s) landed meanwhile"
+
+    def observe(self) -> DhcpSnapshot:
+        return self.ctx.observe()
+
+    def on_agent(self, snapshot: DhcpSnapshot, agent_id: str) -> Sized:
+        return snapshot.networks_of_agent(agent_id)
+
+    def left_on(self, agent: Agent) -> Sized:
+        return self.ctx.observe().networks_of_agent(agent.id)
+
+    def drain_pass(self, snapshot: DhcpSnapshot) -> DhcpExecuted:
+        plan = plan_dhcp_drain(snapshot, self.agent_id, self.policy)
+        return _execute(self.ctx, self.request, snapshot, plan)
+
+    def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
+        dry_run = self.request.dry_run
+        journal = None if dry_run else self.ctx.journal
+        ctx = self.ctx
+        return change_dhcp_agent(
+            ctx.cloud, journal, ctx.clock, change, dry_run=dry_run, current=agent
+        )
+
+    def stranded(self, step: DhcpExecuted) -> int | None:
+        return len(step.run.unplaced) if step.run.unplaced else None
+
+    def unfinished(self, last: DhcpExecuted, agent: Agent, left: Sized) -> tuple[str, ...]:
+        problems = _verify(self.ctx, last, agent)
+        if not problems and last.exit_code == 0:
+            return ()
+        self.ctx.notify(
             f"DHCP agent {agent.host} left enabled: networks are still on it (a disabled "
             "agent drops its networks); fix the cause and drain again"
         )
-        return DhcpResult(request.action, tuple(runs), problems=(*problems, "agent left enabled"))
-    disabled = change_dhcp_agent(
-        ctx.cloud, ctx.journal, ctx.clock, change, dry_run=False, current=agent
-    )
-    runs.append(AgentChanged(disabled))
-    if not disabled.ok:
-        ctx.notify(f"DHCP agent {agent.host} could not be disabled: {disabled.detail}")
-        return DhcpResult(request.action, tuple(runs))
-    ctx.notify(f"DHCP agent {agent.host} disabled")
-    late = ctx.observe()
-    if late.networks_of_agent(agent.id):
-        ctx.notify(f"{len(late.networks_of_agent(agent.id))} network(s) landed meanwhile")
-        runs.append(_execute(ctx, request, late, plan_dhcp_drain(late, agent.id, policy)))
-    return DhcpResult(request.action, tuple(runs))
+        return (*problems, "agent left enabled")
 
 
 def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
@@ -285,9 +299,8 @@ def _verify(ctx: DhcpContext, step: DhcpExecuted, source: Agent | None) -> tuple
             for r in step.run.results
             if r.outcome in (DhcpOutcome.MOVED, DhcpOutcome.REMOVED)
         }
-        still = sorted(n for n in after.networks_of_agent(source.id) if n in moved)
-        for network_id in still:
-            ctx.notify(f"network {network_id} was reported moved but is still on {source.host}")
+        now_on = after.networks_of_agent(source.id)
+        still = still_on_source(ctx.notify, "network", moved, now_on, source.host)
         if still:
             problems.append(f"{len(still)} network(s) still on {source.host}")
         left = after.networks_of_agent(source.id)
