@@ -4,7 +4,9 @@ Rows of NEUTRON.md "L3 agent scheduler" and "Routers and ports": with
 ``router_auto_schedule`` (Neutron's default) an agent's full resync binds unhosted
 legacy routers to it, and leaves a router on a dead agent alone; binding through the
 API leaves the router's ports' ``binding:host_id`` as it was — the agent's sync of the
-router sets it (neutron/api/rpc/handlers/l3_rpc.py ``get_router_ids``, ``sync_routers``).
+router sets it (neutron/api/rpc/handlers/l3_rpc.py ``get_router_ids``, ``sync_routers``),
+for an HA router's own HA port and for a legacy router's gateway and interface ports (the
+port timeline of a move, docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from typing import Any
 from tests.contract.contract_http import Api
 
 HA_PORT = "network:router_ha_interface"
+
+
+def central_port_hosts(api: Api, router: str) -> set[str]:
+    """binding:host_id of the router's gateway and interface ports."""
+    reply = api.get(f"/v2.0/ports?device_id={router}")
+    return {p["binding:host_id"] for p in reply.json()["ports"] if p["device_owner"] != HA_PORT}
 
 
 def ha_ports(api: Api, router: str) -> dict[str, str]:
@@ -57,3 +65,19 @@ def test_binding_leaves_the_port_host_alone_until_the_agent_syncs(
     assert router in backend.full_resync(agent)
     (port,) = added
     assert ha_ports(api, router)[port] == agent.host
+
+
+def test_a_legacy_routers_ports_change_host_when_the_agent_syncs_it(
+    api: Api, backend: Any
+) -> None:
+    router = backend.router_with_usage(interfaces=1, floating_ips=0)
+    for agent_id in api.hosting_agent_ids(router):
+        api.unbind(agent_id, router)
+    before = central_port_hosts(api, router)
+    agent = backend.new_agent()
+    assert agent.host not in before
+    backend.cut_off(agent)
+    assert api.bind(agent.id, router).status == 201
+    assert central_port_hosts(api, router) == before  # the binding alone moves no port
+    assert router in backend.full_resync(agent)
+    assert central_port_hosts(api, router) == {agent.host}

@@ -17,24 +17,21 @@ from tests.engine.kinds import KINDS, Env, Kind
 
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.dhcp import NeutronDhcp
-from l3ha.emulator import Emulator, EmulatorConfig
-from l3ha.emulator.testing import PRE_CALIBRATION
+from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 
 CLOUD = "l3ha-emulator"
 
 
-def engine_config() -> EmulatorConfig:
-    return EmulatorConfig(
-        **{**PRE_CALIBRATION, "router_base_time": 0.02, "router_port_time": 0.005},
-        agents=4,
-        routers=24,
-        dhcp_agents=4,
-        networks=24,
-        report_interval=0.2,
-        agent_down_time=1.0,
-        dhcp_network_time=0.03,
-        seed=5,
-    )
+#: ``FAST`` agents (pre-calibration timing), both kinds on four nodes.
+ENGINE_CLOUD: dict[str, object] = {
+    **FAST,
+    "agents": 4,
+    "routers": 24,
+    "dhcp_agents": 4,
+    "networks": 24,
+    "dhcp_network_time": 0.03,
+    "seed": 5,
+}
 
 
 @pytest.fixture(params=KINDS, ids=lambda k: k.name)
@@ -49,12 +46,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     for key in [k for k in os.environ if k.startswith("OS_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("L3HA_STATE_DIR", str(state))
-    with Emulator(engine_config(), clock=None) as emu:
-        path = emu.write_clouds_yaml(tmp_path / "clouds.yaml", name=CLOUD)
-        monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
-        monkeypatch.setenv("OS_CLOUD", CLOUD)
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name=CLOUD, **ENGINE_CLOUD) as made:
+        assert made.emulator is not None
+        for key, value in made.environ().items():
+            monkeypatch.setenv(key, value)
         cloud = connect(CLOUD)
-        yield Env(emu, cloud, NeutronDhcp(cloud), state)
+        yield Env(made.emulator, cloud, NeutronDhcp(cloud), state)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:

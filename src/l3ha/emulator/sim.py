@@ -230,17 +230,17 @@ class Simulation:
             replica.processed = True
             if self.cfg.port_active_delay > 0 and not router.ha:
                 up_at = self.clock.monotonic() + self.cfg.port_active_delay
-                self.schedule(up_at, self._ports_up, agent, router_id, generation)
+                self.schedule(up_at, self._ports_up, router, replica, generation)
             else:
                 sim_ports.wired(router, replica)
             self.refresh(router)
         self.pump(agent)
 
-    def _ports_up(self, agent: AgentRec, router_id: str, generation: int) -> None:
-        """The L2 agent reports the wired router's devices up (``port_active_delay``)."""
-        router = self.world.routers.get(router_id)
-        replica = router.bindings.get(agent.id) if router else None
-        if (router is not None and replica is not None and replica.processed
+    def _ports_up(self, router: RouterRec, replica: Replica, generation: int) -> None:
+        """The L2 agent reports the wired router's devices up (``port_active_delay``), unless
+        the binding or the agent's work has changed since."""
+        agent = replica.agent
+        if (router.bindings.get(agent.id) is replica and replica.processed
                 and generation == agent.generation):
             sim_ports.wired(router, replica)
 
