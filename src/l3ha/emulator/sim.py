@@ -251,7 +251,7 @@ class Simulation:
         if router.ha:
             self.vrrp.check(router)
         self.vrrp.sync_reported(router)
-        self._update_reachability(router)
+        self.update_reachability(router)
 
     def copies(self, router: RouterRec) -> list[Replica]:
         """Every copy of the router an agent runs or is setting up: bindings, then stale."""
@@ -274,9 +274,6 @@ class Simulation:
 
     def update_reachability(self, router: RouterRec) -> None:
         """Recompute whether the router is reachable (and tell the listeners if it changed)."""
-        self._update_reachability(router)
-
-    def _update_reachability(self, router: RouterRec) -> None:
         reachable = router.admin_state_up and self.router_forwards(router)
         if reachable == router.reachable:
             return
