@@ -54,9 +54,9 @@ from l3ha.emulator import Emulator, EmulatorConfig
 from l3ha.journal import Journal
 from l3ha.operations import Action, Executed, OperationContext, run_action
 
-BASE_TIME = 1.5  # emulator default router_base_time (s)
-PORT_TIME = 0.25  # emulator default router_port_time (s per port)
-AGENT_CONCURRENCY = 8  # emulator default agent_concurrency
+BASE_TIME = 1.5  # the emulator's pre-calibration router_base_time (s), kept so runs compare
+PORT_TIME = 0.25  # the emulator's router_port_time (s per port)
+AGENT_CONCURRENCY = 8  # the pre-calibration agent_concurrency (docs/fidelity.md measured 2)
 #: How the proxy's request shapes are grouped into columns.
 KINDS = (
     ("DELETE", "DELETE /v2.0/agents/{id}/l3-routers/{id}"),

@@ -6,7 +6,7 @@ and prints a table.
 
 Setup: ``--agents`` agents (default 10), ``--routers`` routers (default 1000)
 all bound to net-1, which is then killed; the survivors process routers as
-the emulator's defaults say (8 at a time, ``1.5 s + 0.25 s per port``), with
+the emulator's pre-calibration timing says (8 at a time, ``1.5 s + 0.25 s per port``), with
 every time multiplied by ``--scale`` (default 1). Below ~0.5 the executor's
 own API and journal work per move (about 4.4 API calls, 5 journal commits), not the
 agents, becomes the limit on a small shared machine; the table also shows
@@ -46,9 +46,9 @@ from l3ha.model import Plan, Snapshot
 from l3ha.planner import PlacementPolicy, plan_evacuate
 from l3ha.weights import WeightPolicy
 
-BASE_TIME = 1.5  # emulator default router_base_time (s)
-PORT_TIME = 0.25  # emulator default router_port_time (s per port)
-CONCURRENCY = 8  # emulator default agent_concurrency
+BASE_TIME = 1.5  # the emulator's pre-calibration router_base_time (s), kept so runs compare
+PORT_TIME = 0.25  # the emulator's router_port_time (s per port)
+CONCURRENCY = 8  # the pre-calibration agent_concurrency (docs/fidelity.md measured 2)
 SERIAL_POLL = 0.1  # the serial baseline polls ports finely: the benefit of the doubt
 
 
