@@ -32,8 +32,9 @@ class KindMove(Protocol):
 
 
 class KindResult(Protocol):
-    """How a move of any kind ended (a frozen dataclass with the time fields
-    ``seconds``, ``write_seconds`` and ``started_after`` too, filled in by the dispatcher)."""
+    """How a move of any kind ended: a frozen dataclass whose times the dispatcher fills in
+    (``seconds`` until it finished, ``write_seconds`` until written, ``started_after`` the
+    run's start)."""
 
     @property
     def outcome(self) -> StrEnum: ...
@@ -41,6 +42,12 @@ class KindResult(Protocol):
     def reason(self) -> str: ...
     @property
     def target(self) -> str | None: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def write_seconds(self) -> float: ...
+    @property
+    def started_after(self) -> float: ...
 
 
 M = TypeVar("M", bound=KindMove)
