@@ -130,6 +130,11 @@ def groups(stack: OvnStack) -> dict[str, list[tuple[str, int, bool]]]:
     return found
 
 
+def problem_kinds(doc: dict[str, Any]) -> list[str]:
+    """The kinds of problem ``l3ha check -f json`` reported."""
+    return [p["kind"] for p in doc["problems"]]
+
+
 def report(line: str) -> None:
     print(f"ovnstack: {line}")
 
@@ -181,6 +186,8 @@ def test_l3ha_lists_the_real_chassis_alive_in_priority_order(
         assert row["chassis"] == [f"{h}({p})" for h, p, _ in api[router["name"]]]
         assert row["primary"] == stack.primary(router)
     report(f"router list: {[(r['name'], r['chassis']) for r in rows]}")
+    code, doc, err = l3ha(stack, capsys, "check")
+    assert (code, doc["status"], doc["perfdata"]["chassis"]) == (0, "OK", 3), doc
 
 
 @pytest.mark.root
@@ -195,8 +202,12 @@ def test_an_evacuated_chassis_does_not_fail_back_when_it_returns(
     fault(stack, "kill-node", victim)
     dead_after = wait_alive(stack, victim, False, DEAD_TIMEOUT_S)
     report(f"kill {victim}: the API reads it dead after {dead_after:.1f} s")
+    code, doc, _ = l3ha(stack, capsys, "check")
+    assert code == 1 and "failback_pending" in problem_kinds(doc), doc
     code, _, err = l3ha(stack, capsys, "evacuate", victim, "--state-dir", str(tmp_path))
     assert code == 0, err
+    _, doc, _ = l3ha(stack, capsys, "check")
+    assert "failback_pending" not in problem_kinds(doc), doc
     after = groups(stack)
     report(f"evacuate {victim}: groups {after}")
     for rows in after.values():
