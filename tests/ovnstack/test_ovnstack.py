@@ -8,10 +8,10 @@ the baseline (kill the chassis primary for a router, measure the gateway's silen
 it: it pre-empts back, the failback outage l3ha is to prevent); ``l3ha agent list``,
 ``router list`` and ``check`` through the stack's clouds.yaml; kill a primary again,
 ``l3ha evacuate`` it once the API shows it dead, revive it (no router fails back: no
-silence); ``l3ha drain`` a live primary (each drained router's silence measured from the client); then the
-southbound database stopped 3 s (the gateways keep answering); then teardown. Needs root,
-the packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the Neutron
-virtualenv (``L3HA_NEUTRON_PYTHON``); skips with the reason without them.
+silence); ``l3ha drain`` a live primary (each drained router's silence measured from the
+client); the southbound database stopped 3 s (the gateways keep answering); teardown.
+Needs root, the packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the
+Neutron virtualenv (``L3HA_NEUTRON_PYTHON``); skips with the reason without them.
 """
 
 from __future__ import annotations
