@@ -1,21 +1,28 @@
-"""A real OVN cloud in a box: gateway chassis fail over by BFD and pre-empt back.
+"""A real OVN cloud in a box: gateway chassis fail over by BFD and pre-empt back; l3ha's
+evacuate and drain on it.
 
-Brings up ``l3ha.lab.stack.ovnstack`` (OVN central, Neutron ML2/OVN on MariaDB, three
-gateway chassis each with its own ovsdb-server, userspace ovs-vswitchd and
-ovn-controller, namespaces ``l3ov-*``), checks that the client reaches every router's
-gateway, kills the chassis primary for a router, measures how long the gateway stays
-silent, revives it and records whether the gateway moves back (pre-emption: the
-failback outage l3ha is to prevent), stops the southbound database for 3 s (the
-gateways keep answering), then tears everything down. Needs root, the
-packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the Neutron
-virtualenv (``L3HA_NEUTRON_PYTHON``); skips with the reason without them.
+One stack for the module (``l3ha.lab.stack.ovnstack``: OVN central, Neutron ML2/OVN on
+MariaDB, three gateway chassis each with its own ovsdb-server, userspace ovs-vswitchd and
+ovn-controller, namespaces ``l3ov-*``, three routers); the tests run in file order on it:
+the baseline (kill the chassis primary for a router, measure the gateway's silence, revive
+it: it pre-empts back, the failback outage l3ha is to prevent); ``l3ha agent list``,
+``router list`` and ``check`` through the stack's clouds.yaml; kill a primary again,
+``l3ha evacuate`` it once the API shows it dead, revive it (no router fails back: no
+silence); ``l3ha drain`` a live primary (each drained router's silence measured from the
+client); the southbound database stopped 3 s (the gateways keep answering); teardown.
+Needs root, the packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the
+Neutron virtualenv (``L3HA_NEUTRON_PYTHON``); skips with the reason without them.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,12 +30,16 @@ from l3ha.cli.main import main
 from l3ha.lab.netns import list_namespaces
 from l3ha.lab.stack.ovnspec import AGENT_TYPE, OvnSpec, owns_ovn_namespace
 from l3ha.lab.stack.ovnstack import OvnStack, missing_programs, ovn_stack_up, ovn_teardown
-from l3ha.lab.stack.ovntopology import longest_silence
+from l3ha.lab.stack.ovntopology import longest_silence, longest_silences
 from l3ha.lab.stack.processes import StackError, pids_naming
 from l3ha.lab.stack.services import check_pymysql, neutron_python
+from l3ha.lab.stack.spec import CLOUD_NAME
 
 FAILOVER_LIMIT_S = 15.0  # BFD detects in ~3 s; generous for a loaded machine
+CRASH_FAILOVER_S = 3.5  # the measured crash failover a graceful move must stay below
+NO_OUTAGE_S = 0.5  # a few lost echoes at 0.1 s at most
 WATCH_S = 12.0
+DEAD_TIMEOUT_S = 90.0  # agent_down_time 15 plus Neutron's pings, on a loaded machine
 
 
 def missing_reason() -> str | None:
@@ -45,12 +56,47 @@ def missing_reason() -> str | None:
 
 
 REASON = missing_reason()
+needs_stack = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 def leftovers(directory: Path) -> list[str]:
     found = [n for n in list_namespaces() if owns_ovn_namespace(n)]
     found += [f"pid {p}" for p in pids_naming(str(directory) + "/")]
     return found + ([str(directory)] if directory.exists() else [])
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OvnStack]:
+    """The module's one OVN stack; torn down, nothing left."""
+    directory = tmp_path_factory.mktemp("ovn") / "stack"
+    began = time.monotonic()
+    up = ovn_stack_up(OvnSpec(chassis=3, routers=3), directory)
+    report(f"up in {time.monotonic() - began:.1f} s")
+    try:
+        yield up
+    finally:
+        assert main(["lab", "stack", "down", "--dir", str(directory)]) == 0
+        ovn_teardown(directory)  # nothing left to do unless ``down`` failed
+    assert leftovers(directory) == []
+
+
+def fault(stack: OvnStack, *args: str) -> None:
+    """A fault through the CLI, as an operator rehearses."""
+    assert main(["lab", "stack", "fault", *args, "--dir", str(stack.layout.root)]) == 0
+
+
+def l3ha(stack: OvnStack, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Run l3ha on the stack's cloud (its clouds.yaml) with JSON output; its exit code, parsed
+    output (None if none) and stderr. What the test printed before is passed through."""
+    earlier = capsys.readouterr().out
+    with capsys.disabled():
+        sys.stdout.write(earlier)
+    with pytest.MonkeyPatch.context() as patch:  # the suite's autouse fixture hides any cloud
+        patch.setenv("OS_CLIENT_CONFIG_FILE", str(stack.layout.root / "clouds.yaml"))
+        patch.setenv("OS_CLOUD", CLOUD_NAME)
+        code = main([*argv, "-f", "json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
 
 
 def wait_primary(stack: OvnStack, router: dict[str, str], host: str, timeout: float) -> float:
@@ -63,49 +109,167 @@ def wait_primary(stack: OvnStack, router: dict[str, str], host: str, timeout: fl
     return -1.0
 
 
+def wait_alive(stack: OvnStack, host: str, alive: bool, timeout: float) -> float:
+    """Seconds until the API reads ``host`` alive (or dead); fails after ``timeout``."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        agents = {a["host"]: a["alive"] for a in stack.api.agents(AGENT_TYPE)}
+        if agents.get(host) is alive:
+            return time.monotonic() - began
+        time.sleep(1.0)
+    raise AssertionError(f"{host} not read alive={alive} within {timeout} s")
+
+
+def groups(stack: OvnStack) -> dict[str, list[tuple[str, int, bool]]]:
+    """Each router's chassis from the API, highest priority first: (host, priority, alive)."""
+    found = {}
+    for router in stack.routers:
+        agents = stack.api.get(f"routers/{router['id']}/l3-agents")["agents"]
+        rows = [(a["host"], int(a["ha_chassis_priority"]), bool(a["alive"])) for a in agents]
+        found[router["name"]] = sorted(rows, key=lambda row: -row[1])
+    return found
+
+
+def problem_kinds(doc: dict[str, Any]) -> list[str]:
+    """The kinds of problem ``l3ha check -f json`` reported."""
+    return [p["kind"] for p in doc["problems"]]
+
+
 def report(line: str) -> None:
     print(f"ovnstack: {line}")
+
+
+def answering_all(stack: OvnStack) -> None:
+    assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
 
 
 @pytest.mark.root
 @pytest.mark.neutron
 @pytest.mark.slow
-@pytest.mark.skipif(REASON is not None, reason=REASON or "")
-def test_gateway_fails_over_by_bfd_and_pre_empts_back(
-    tmp_path_factory: pytest.TempPathFactory,
+@needs_stack
+def test_gateway_fails_over_by_bfd_and_pre_empts_back(stack: OvnStack) -> None:
+    agents = stack.api.agents(AGENT_TYPE)
+    assert sorted(a["host"] for a in agents if a["alive"]) == list(stack.spec.hosts)
+    answering_all(stack)
+    router = stack.routers[0]
+    victim = stack.primary(router)
+    assert victim in stack.spec.hosts
+    address = router["gateway_ip"]
+    silent = longest_silence(address, WATCH_S, lambda: fault(stack, "kill-node", victim))
+    report(f"kill {victim}: gateway silent {silent:.1f} s, now on {stack.primary(router)}")
+    assert silent < FAILOVER_LIMIT_S
+    assert stack.primary(router) not in ("", victim)
+    silent = longest_silence(address, WATCH_S, lambda: fault(stack, "revive-node", victim))
+    back = wait_primary(stack, router, victim, 10.0)
+    report(f"revive {victim}: pre-empted back: {back >= 0}; gateway silent {silent:.1f} s")
+    answering_all(stack)
+    wait_alive(stack, victim, True, DEAD_TIMEOUT_S)
+
+
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_l3ha_lists_the_real_chassis_alive_in_priority_order(
+    stack: OvnStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    directory = tmp_path_factory.mktemp("ovn") / "stack"
+    code, rows, err = l3ha(stack, capsys, "agent", "list")
+    assert code == 0, err
+    assert [(r["host"], r["alive"]) for r in rows] == [(h, True) for h in stack.spec.hosts]
+    assert sum(r["primaries"] for r in rows) == len(stack.routers)
+    code, rows, err = l3ha(stack, capsys, "router", "list")
+    assert code == 0, err
+    api = groups(stack)
+    by_name = {r["name"]: r for r in rows}
+    for router in stack.routers:
+        row = by_name[router["name"]]
+        assert row["chassis"] == [f"{h}({p})" for h, p, _ in api[router["name"]]]
+        assert row["primary"] == stack.primary(router)
+    report(f"router list: {[(r['name'], r['chassis']) for r in rows]}")
+    code, doc, err = l3ha(stack, capsys, "check")
+    assert (code, doc["status"], doc["perfdata"]["chassis"]) == (0, "OK", 3), doc
 
-    def fault(*args: str) -> None:  # through the CLI, as an operator rehearses
-        assert main(["lab", "stack", "fault", *args, "--dir", str(directory)]) == 0
 
-    began = time.monotonic()
-    stack = ovn_stack_up(OvnSpec(chassis=3, routers=2), directory)
-    try:
-        report(f"up in {time.monotonic() - began:.1f} s")
-        agents = stack.api.agents(AGENT_TYPE)
-        assert sorted(a["host"] for a in agents if a["alive"]) == list(stack.spec.hosts)
-        assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
-        router = stack.routers[0]
-        victim = stack.primary(router)
-        assert victim in stack.spec.hosts
-        silent = longest_silence(router["gateway_ip"], WATCH_S, lambda: fault("kill-node", victim))
-        report(f"kill {victim}: gateway silent {silent:.1f} s, now on {stack.primary(router)}")
-        assert silent < FAILOVER_LIMIT_S
-        assert stack.primary(router) not in ("", victim)
-        address = router["gateway_ip"]
-        silent = longest_silence(address, WATCH_S, lambda: fault("revive-node", victim))
-        back = wait_primary(stack, router, victim, 10.0)
-        report(f"revive {victim}: pre-empted back: {back >= 0}; gateway silent {silent:.1f} s")
-        assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
-        silent = longest_silence(router["gateway_ip"], 8.0, lambda: fault("sb-outage", "3"))
-        report(f"southbound down 3 s: gateway silent {silent:.1f} s (the data plane keeps going)")
-        assert silent < FAILOVER_LIMIT_S
-        assert stack.answering() == [r["gateway_ip"] for r in stack.routers]
-    finally:
-        assert main(["lab", "stack", "down", "--dir", str(directory)]) == 0
-        ovn_teardown(directory)  # nothing left to do unless ``down`` failed
-    assert leftovers(directory) == []
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_an_evacuated_chassis_does_not_fail_back_when_it_returns(
+    stack: OvnStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    router = stack.routers[0]
+    victim = stack.primary(router)
+    fault(stack, "kill-node", victim)
+    dead_after = wait_alive(stack, victim, False, DEAD_TIMEOUT_S)
+    report(f"kill {victim}: the API reads it dead after {dead_after:.1f} s")
+    code, doc, _ = l3ha(stack, capsys, "check")
+    assert code == 1 and "failback_pending" in problem_kinds(doc), doc
+    code, _, err = l3ha(stack, capsys, "evacuate", victim, "--state-dir", str(tmp_path))
+    assert code == 0, err
+    _, doc, _ = l3ha(stack, capsys, "check")
+    assert "failback_pending" not in problem_kinds(doc), doc
+    after = groups(stack)
+    report(f"evacuate {victim}: groups {after}")
+    for rows in after.values():
+        assert victim not in [h for h, _, _ in rows]
+        assert sum(1 for _, _, alive in rows if alive) >= 2
+    answering_all(stack)
+    addresses = [r["gateway_ip"] for r in stack.routers]
+    silent = longest_silences(addresses, WATCH_S, lambda: fault(stack, "revive-node", victim))
+    wait_alive(stack, victim, True, DEAD_TIMEOUT_S)
+    report(f"revive {victim} after evacuate: longest silence per gateway "
+           f"{ {a: round(s, 1) for a, s in silent.items()} }; groups {groups(stack)}")  # fmt: skip
+    assert max(silent.values()) < NO_OUTAGE_S, silent
+    assert victim not in [stack.primary(r) for r in stack.routers]
+
+
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_a_drain_moves_each_primary_gracefully(
+    stack: OvnStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for host in stack.spec.hosts:
+        wait_alive(stack, host, True, DEAD_TIMEOUT_S)
+    primaries = {r["name"]: stack.primary(r) for r in stack.routers}
+    host = max(stack.spec.hosts, key=lambda h: list(primaries.values()).count(h))
+    drained = [r for r in stack.routers if primaries[r["name"]] == host]
+    assert drained
+    result: list[tuple[int, str, float]] = []
+
+    def drain() -> None:
+        began = time.monotonic()
+        code, _, err = l3ha(stack, capsys, "drain", host, "--state-dir", str(tmp_path))
+        result.append((code, err, time.monotonic() - began))
+
+    silent = longest_silences([r["gateway_ip"] for r in stack.routers], 20.0, drain)
+    ((code, err, took),) = result
+    per_router = {r["name"]: round(silent[r["gateway_ip"]], 1) for r in stack.routers}
+    report(f"drain {host} ({len(drained)} primaries) in {took:.1f} s: "
+           f"silence per router {per_router}, groups {groups(stack)}")  # fmt: skip
+    assert code == 0, err
+    after = groups(stack)
+    for router in drained:
+        assert stack.primary(router) not in ("", host)
+        rows = after[router["name"]]
+        assert rows[-1][0] == host
+        assert silent[router["gateway_ip"]] < CRASH_FAILOVER_S
+    for router in stack.routers:
+        if router not in drained:
+            assert silent[router["gateway_ip"]] < NO_OUTAGE_S
+
+
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_a_southbound_outage_does_not_silence_the_gateways(stack: OvnStack) -> None:
+    router = stack.routers[0]
+    silent = longest_silence(router["gateway_ip"], 8.0, lambda: fault(stack, "sb-outage", "3"))
+    report(f"southbound down 3 s: gateway silent {silent:.1f} s (the data plane keeps going)")
+    assert silent < FAILOVER_LIMIT_S
+    answering_all(stack)
 
 
 def test_ovn_stack_refuses_ml2_ovs_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,17 +80,33 @@ def wait_reachable(addresses: list[str], timeout: float) -> None:
 def longest_silence(address: str, seconds: float, action: Callable[[], None]) -> float:
     """Ping ``address`` from the client every 0.1 s for ``seconds`` while ``action`` runs;
     the longest time between two answers (or from the start/to the end), in seconds."""
-    argv = ["ip", "netns", "exec", OVN_CLIENT_NS, "ping", "-n", "-D", "-i", "0.1", "-W", "1",
-            "-w", str(int(seconds)), address]  # fmt: skip
+    return longest_silences([address], seconds, action)[address]
+
+
+def longest_silences(
+    addresses: list[str], seconds: float, action: Callable[[], None]
+) -> dict[str, float]:
+    """``longest_silence`` of several addresses at once, each pinged by its own ``ping``."""
     began = time.time()
-    ping = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    pings = {a: _start_ping(a, seconds) for a in addresses}
     try:
         action()
-        out, _ = ping.communicate(timeout=seconds + 30)
+        outs = {a: p.communicate(timeout=seconds + 30)[0] for a, p in pings.items()}
     finally:
-        if ping.poll() is None:
-            ping.kill()
-            ping.wait()
+        for ping in pings.values():
+            if ping.poll() is None:
+                ping.kill()
+                ping.wait()
+    return {a: _longest_gap(out, began, seconds) for a, out in outs.items()}
+
+
+def _start_ping(address: str, seconds: float) -> subprocess.Popen[str]:
+    argv = ["ip", "netns", "exec", OVN_CLIENT_NS, "ping", "-n", "-D", "-i", "0.1", "-W", "1",
+            "-w", str(int(seconds)), address]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def _longest_gap(out: str, began: float, seconds: float) -> float:
     answers = [float(line[1:].split("]", 1)[0]) for line in out.splitlines()
                if line.startswith("[") and "bytes from" in line]  # fmt: skip
     marks = [began, *answers, began + seconds]
