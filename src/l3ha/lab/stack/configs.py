@@ -190,7 +190,8 @@ def dhcp_agent_ini(spec: StackSpec, layout: StackLayout, host: str, root_helper:
         "debug = false\n"
         "interface_driver = openvswitch\n"
         "enable_isolated_metadata = false\n"
-        "dhcp_driver = neutron.agent.linux.dhcp.Dnsmasq\n",
+        "dhcp_driver = neutron.agent.linux.dhcp.Dnsmasq\n"
+        f"test_namespace_suffix = @{host}\n",
         1,
     )
 
