@@ -56,7 +56,7 @@ def dhcp_server_host(api: NeutronHttp, network_id: str, address: str) -> str | N
     return None
 
 
-def dhcp_offer(index: int, timeout_s: float = 3.0) -> Offer | None:
+def dhcp_offer(index: int, timeout_s: float = 10.0) -> Offer | None:
     """Broadcast a DHCPDISCOVER from VM ``index``; the offer it got, or None."""
     argv = ["ip", "netns", "exec", vm_namespace(index), l3ha_python(), "-m",
             "l3ha.lab.stack.dhcp_probe", VM_DEVICE, vm_mac(index), str(timeout_s)]  # fmt: skip
