@@ -34,14 +34,7 @@ from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.spec import CLOUD_NAME, StackSpec, vm_ip
 from l3ha.lab.stack.stack import Stack
 
-pytestmark = [
-    *needs_stack,
-    # By hand (``l3ha lab stack up --nodes 2 --routers 2 --dhcp``, the same kill and
-    # evacuate, then ``python -m l3ha.lab.stack.dhcp_probe`` in the VM namespace) every
-    # VM got its offer, before and after the move. Run by pytest, VM 1 got none within
-    # 60 s even before the kill (6 runs): not yet understood (docs/realstack.md).
-    pytest.mark.skip(reason="VMs get no DHCP offer when run by pytest; see docs/realstack.md"),
-]
+pytestmark = needs_stack
 
 SPEC = StackSpec(nodes=2, routers=2, dhcp=True, report_interval=5, agent_down_time=15)
 

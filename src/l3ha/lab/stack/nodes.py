@@ -79,6 +79,7 @@ class Node:
             ("dhcp_agent.ini", dhcp_agent_ini),
         ):
             (self.dir / name).write_text(render(self.spec, self.layout, self.host, helper))
+        (self.dir / "dnsmasq.conf").write_text("user=root\n")
 
     def start_relay(self, ports: Ports) -> None:
         argv = [l3ha_python(), "-m", "l3ha.lab.stack.relay", self.host]
