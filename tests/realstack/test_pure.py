@@ -1,4 +1,4 @@
-"""The real stack's pure parts: names, addresses, checks, configuration, outage windows.
+"""The real stack's pure parts: names, addresses, checks, configs, outage windows, DHCP packets.
 
 No root, no processes: these run everywhere.
 """
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from l3ha.errors import BadInputError, NotFoundError
-from l3ha.lab.stack.configs import StackLayout, l3_agent_ini, neutron_conf
+from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, neutron_conf
+from l3ha.lab.stack.dhcp_probe import HEADER, MAGIC, Offer, discover_packet, parse_offer
 from l3ha.lab.stack.reach import Reach, dark_windows, parse_replies
 from l3ha.lab.stack.spec import Ports, StackSpec, check_host, clouds_yaml, owns_namespace
 
@@ -38,7 +39,6 @@ def test_hosts_accept_short_names_and_reject_unknown_ones() -> None:
         ({"nodes": 2, "routers": 91}, "--routers"),
         ({"nodes": 2, "routers": 1, "ha_routers": 2}, "--ha-routers"),
         ({"nodes": 1, "routers": 1, "ha_routers": 1}, "at least 2 nodes"),
-        ({"nodes": 2, "routers": 1, "dhcp": True}, "--dhcp"),
     ],
 )
 def test_bad_sizes_are_refused_with_the_option_named(kwargs: dict[str, int], message: str) -> None:
@@ -92,3 +92,38 @@ def test_ping_output_parses_only_answers() -> None:
         "[1700000000.500000] 64 bytes from 169.254.1.1: icmp_seq=3 ttl=64 time=0.4 ms\n"
     )
     assert parse_replies(output) == [1700000000.1, 1700000000.5]
+
+
+def offer_packet(mac: str, xid: int, message_type: int = 2) -> bytes:
+    """A DHCP server's answer offering 169.254.3.10 from 169.254.3.100 (a test double)."""
+    zero = bytes(4)
+    header = HEADER.pack(2, 1, 6, 0, xid, 0, 0x8000, zero, bytes([169, 254, 3, 10]), zero,
+                         zero, bytes.fromhex(mac.replace(":", "")).ljust(16, b"\0"),
+                         bytes(64), bytes(128))  # fmt: skip
+    options = bytes([53, 1, message_type, 0, 54, 4, 169, 254, 3, 100, 255])
+    return header + MAGIC + options
+
+
+def test_discover_is_a_broadcast_bootrequest_for_the_mac() -> None:
+    packet = discover_packet("fa:16:3e:00:00:03", 0x1234ABCD)
+    fields = HEADER.unpack_from(packet)
+    assert (fields[0], fields[4], fields[6]) == (1, 0x1234ABCD, 0x8000)
+    assert fields[11][:6] == bytes.fromhex("fa163e000003")
+    assert packet[HEADER.size : HEADER.size + 7] == MAGIC + bytes([53, 1, 1])
+    assert len(packet) == 300
+
+
+def test_only_the_offer_answering_our_request_is_taken() -> None:
+    mac = "fa:16:3e:00:00:03"
+    assert parse_offer(offer_packet(mac, 7), mac, 7) == Offer("169.254.3.10", "169.254.3.100")
+    assert parse_offer(offer_packet(mac, 8), mac, 7) is None  # another transaction
+    assert parse_offer(offer_packet("fa:16:3e:00:00:04", 7), mac, 7) is None  # another client
+    assert parse_offer(offer_packet(mac, 7, message_type=5), mac, 7) is None  # an ACK
+    assert parse_offer(offer_packet(mac, 7)[:100], mac, 7) is None  # truncated
+
+
+def test_dhcp_agents_suffix_their_namespaces_with_the_host() -> None:
+    layout = StackLayout(Path("/run/l3ha/stack"))
+    ini = dhcp_agent_ini(StackSpec(nodes=2, routers=1, dhcp=True), layout, "l3rs-n2", "sudo")
+    assert "test_namespace_suffix = @l3rs-n2\n" in ini
+    assert "interface_driver = openvswitch\n" in ini

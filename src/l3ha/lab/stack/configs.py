@@ -190,7 +190,11 @@ def dhcp_agent_ini(spec: StackSpec, layout: StackLayout, host: str, root_helper:
         "debug = false\n"
         "interface_driver = openvswitch\n"
         "enable_isolated_metadata = false\n"
-        "dhcp_driver = neutron.agent.linux.dhcp.Dnsmasq\n",
+        "dhcp_driver = neutron.agent.linux.dhcp.Dnsmasq\n"
+        # dnsmasq stays root: as nobody it could not re-read its hosts file on SIGHUP
+        # when the stack's directory is under a private one (pytest's tmp_path).
+        f"dnsmasq_config_file = {layout.node(host) / 'dnsmasq.conf'}\n"
+        f"test_namespace_suffix = @{host}\n",
         1,
     )
 

@@ -23,6 +23,7 @@ from l3ha.lab.stack.spec import (
     tenant_router_ip,
     tenant_vlan,
     vm_ip,
+    vm_mac,
     vm_namespace,
 )
 from l3ha.lab.stack.vswitch import Ovs
@@ -53,11 +54,15 @@ def make_fabric(fab: Ovs) -> None:
 
 
 def make_vm(fab: Ovs, index: int) -> None:
-    """VM ``index``: a namespace on an access port of its tenant VLAN, routed via its router."""
+    """VM ``index``: a namespace on an access port of its tenant VLAN, routed via its router.
+
+    Its MAC is fixed (``vm_mac``), so that a Neutron port can name it for DHCP.
+    """
     namespace = vm_namespace(index)
     add_namespace(namespace)
     plug(fab, f"vm{index}", namespace, VM_DEVICE, "--", "set", "port", f"vm{index}",
          f"tag={tenant_vlan(index)}")  # fmt: skip
+    ip("-n", namespace, "link", "set", VM_DEVICE, "address", vm_mac(index))
     ip("-n", namespace, "address", "add", f"{vm_ip(index)}/24", "dev", VM_DEVICE)
     ip("-n", namespace, "route", "add", "default", "via", tenant_router_ip(index))
 

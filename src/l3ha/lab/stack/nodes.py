@@ -4,7 +4,9 @@ A node is a namespace with its own Open vSwitch (``br-phys``, whose port
 ``phys0`` is a veth into the fabric), a broker relay, neutron-openvswitch-agent
 and the per-host L3 agent (neutron's fullstack subclass, which suffixes router
 namespaces with ``@HOST``; the program is named ``neutron-l3-agent`` so that its
-iptables chains come out right). Roles in the state file are ``HOST/ROLE``.
+iptables chains come out right), and with DHCP neutron's fullstack DHCP agent,
+which suffixes its ``qdhcp-*`` namespaces with ``@HOST`` too. Roles in the state
+file are ``HOST/ROLE``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from l3ha.lab.netns import add_namespace, delete_namespace
 from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, ovs_agent_ini
 from l3ha.lab.stack.fabric import cut_link, fabric, plug, restore_link
-from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_group
+from l3ha.lab.stack.processes import StateFile, kill_now, pids_naming, spawn, stop_group
 from l3ha.lab.stack.services import NEUTRON_ENV, l3ha_python, neutron_bin
 from l3ha.lab.stack.spec import (
     BROKER_PORT_IN_NODE,
@@ -29,11 +31,16 @@ from l3ha.lab.stack.vswitch import Ovs
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 AGENT_ROLES = ("l3", "ovs-agent", "dhcp")
-L3_AGENT_PROGRAM = """#!{python}
+AGENT_PROGRAM = """#!{python}
 import sys
-from neutron.tests.common.agents.l3_agent import main
+from {module} import main
 sys.exit(main())
 """
+#: neutron's own per-host agents (shipped in its wheel): program name -> module.
+PER_HOST_AGENTS = {
+    "neutron-l3-agent": "neutron.tests.common.agents.l3_agent",
+    "neutron-dhcp-agent": "neutron.tests.fullstack.agents.dhcp_agent",
+}
 
 
 class Node:
@@ -72,6 +79,7 @@ class Node:
             ("dhcp_agent.ini", dhcp_agent_ini),
         ):
             (self.dir / name).write_text(render(self.spec, self.layout, self.host, helper))
+        (self.dir / "dnsmasq.conf").write_text("user=root\n")
 
     def start_relay(self, ports: Ports) -> None:
         argv = [l3ha_python(), "-m", "l3ha.lab.stack.relay", self.host]
@@ -88,16 +96,17 @@ class Node:
         """The OVS agent, the per-host L3 agent and (with --dhcp) the DHCP agent."""
         ovs_agent = neutron_bin(self.python, "neutron-openvswitch-agent")
         self._spawn_agent("ovs-agent", ovs_agent, "ovs_agent.ini")
-        self._spawn_agent("l3", str(self.l3_program()), "l3_agent.ini")
+        self._spawn_agent("l3", str(self.program("neutron-l3-agent")), "l3_agent.ini")
         if self.spec.dhcp:
-            dhcp = neutron_bin(self.python, "neutron-dhcp-agent")
-            self._spawn_agent("dhcp", dhcp, "dhcp_agent.ini")
+            self._spawn_agent("dhcp", str(self.program("neutron-dhcp-agent")), "dhcp_agent.ini")
 
-    def l3_program(self) -> Path:
-        program = self.layout.bin / "neutron-l3-agent"
+    def program(self, name: str) -> Path:
+        """A per-host agent's program in DIR/bin, written on first use."""
+        program = self.layout.bin / name
         if not program.exists():
             program.parent.mkdir(parents=True, exist_ok=True)
-            program.write_text(L3_AGENT_PROGRAM.format(python=self.python))
+            source = AGENT_PROGRAM.format(python=self.python, module=PER_HOST_AGENTS[name])
+            program.write_text(source)
             program.chmod(0o755)
         return program
 
@@ -115,10 +124,16 @@ class Node:
         self.forget(AGENT_ROLES)
 
     def kill(self) -> None:
-        """The node dies: its link cut, every process of it killed at once."""
+        """The node dies: its link cut, every process of it killed at once.
+
+        Besides the recorded ones, that is every process naming the node's directory:
+        the agents' dnsmasq, keepalived and privsep helpers. A dnsmasq left running
+        would be taken for the live one by the DHCP agent once the node is revived.
+        """
         cut_link(self.fab, self.host)
         roles = (*AGENT_ROLES, "relay", *OVS_ROLES)
         kill_now(self.recorded(roles))
+        kill_now(pids_naming(f"{self.dir}/"))
         self.forget(roles)
 
     def revive(self, ports: Ports, stale_namespaces: list[str]) -> None:

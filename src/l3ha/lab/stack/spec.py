@@ -6,9 +6,10 @@ in namespace ``l3rs-nK``; its L3 agent suffixes its router namespaces with
 ``@l3rs-nK``. The fabric namespace ``l3rs-fab`` holds one switch joining
 every node's Open vSwitch physical bridge, the "VM" namespaces ``l3rs-vmK`` and
 the client namespace ``l3rs-client``. Every address is in 169.254.0.0/16:
-tenant network ``k`` is 169.254.K.0/24 (router .1, VM .10, VLAN 100+K on
-``physnet1``), the external network is 169.254.96.0/20 (flat on ``physnet1``,
-client 169.254.96.1). Services bind to 127.0.0.1 only; agents reach the broker
+tenant network ``k`` is 169.254.K.0/24 (router .1, VM .10 with MAC
+fa:16:3e:00:00:KK, Neutron's own pool .100-.250, VLAN 100+K on ``physnet1``),
+the external network is 169.254.96.0/20 (flat on ``physnet1``, client
+169.254.96.1). Services bind to 127.0.0.1 only; agents reach the broker
 through a relay listening on 127.0.0.1 inside their own namespace.
 """
 
@@ -62,11 +63,6 @@ class StackSpec:
 
     def __post_init__(self) -> None:
         check_counts(self.nodes, self.routers, self.ha_routers)
-        if self.dhcp and self.nodes > 1:
-            raise BadInputError(
-                "--dhcp works with --nodes 1 only for now (DHCP agents on one machine would "
-                "share their qdhcp namespace names)"
-            )
         if self.report_interval < 1 or self.agent_down_time < 2 * self.report_interval:
             raise BadInputError(
                 f"agent_down_time {self.agent_down_time} s must be at least twice "
@@ -134,6 +130,16 @@ def tenant_router_ip(index: int) -> str:
 
 def vm_ip(index: int) -> str:
     return f"169.254.{index}.10"
+
+
+def vm_mac(index: int) -> str:
+    """VM ``index``'s MAC address, also its Neutron port's (so dnsmasq knows it)."""
+    return f"fa:16:3e:00:00:{index:02x}"
+
+
+def tenant_pool(index: int) -> tuple[str, str]:
+    """Addresses Neutron may hand out on tenant network ``index`` (not the VM's .10)."""
+    return f"169.254.{index}.100", f"169.254.{index}.250"
 
 
 def tenant_vlan(index: int) -> int:

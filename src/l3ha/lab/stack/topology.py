@@ -27,8 +27,11 @@ from l3ha.lab.stack.spec import (
     StackSpec,
     router_name,
     tenant_cidr,
+    tenant_pool,
     tenant_router_ip,
     tenant_vlan,
+    vm_ip,
+    vm_mac,
     vm_namespace,
 )
 
@@ -122,6 +125,8 @@ def create_router(
 ) -> str:
     """Tenant network ``index``, router ``rINDEX`` bound to ``agent_id``, joined to the outside.
 
+    With DHCP the VM gets a Neutron port (its MAC and .10), so dnsmasq answers it.
+
     The bare router is bound before it gets ports (Neutron schedules it only once it
     has some), so routers spread over the nodes in turn whatever the scheduler would do.
     """
@@ -132,7 +137,13 @@ def create_router(
     subnet = api.post("subnets", {"subnet": {
         "network_id": network["id"], "ip_version": 4, "cidr": tenant_cidr(index),
         "gateway_ip": tenant_router_ip(index), "enable_dhcp": spec.dhcp,
+        "allocation_pools": [dict(zip(("start", "end"), tenant_pool(index), strict=True))],
     }})["subnet"]  # fmt: skip
+    if spec.dhcp:
+        api.post("ports", {"port": {
+            "network_id": network["id"], "name": f"l3rs-vm{index}", "mac_address": vm_mac(index),
+            "fixed_ips": [{"subnet_id": subnet["id"], "ip_address": vm_ip(index)}],
+        }})  # fmt: skip
     router = api.post("routers", {"router": {"name": router_name(index), "ha": spec.is_ha(index)}})
     router_id = str(router["router"]["id"])
     if not spec.is_ha(index):
