@@ -11,16 +11,18 @@ an option that means nothing on ML2/OVN (also used by ``evacuate`` and ``drain``
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.common import load_weight_policy, open_cloud
 from l3ha.cli.output import emit, list_columns, name_matches
 from l3ha.cli.weighing import weigh
-from l3ha.cloud.ovn import NeutronOvn
 from l3ha.errors import BadInputError
 from l3ha.model import Router, Snapshot
 from l3ha.ovn_model import Backend, OvnSnapshot
 from l3ha.weights import WeightPolicy
+
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
 
 CHASSIS_COLUMNS = ("host", "id", "az", "alive", "routers", "primaries", "busy_primaries", "weight")
 GATEWAY_COLUMNS = ("id", "name", "az_hints", "weight", "busy", "primary", "chassis", "chassis_ids")
@@ -37,12 +39,19 @@ def add_backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def neutron_ovn(args: argparse.Namespace) -> NeutronOvn:
+    """The cloud of ``args`` as ML2/OVN (imports the SDK only now, when a command runs)."""
+    from l3ha.cloud.ovn import NeutronOvn
+
+    return NeutronOvn(open_cloud(args))
+
+
 def explicit_ovn(args: argparse.Namespace, l3_only: tuple[str, ...] = ()) -> NeutronOvn | None:
     """The OVN reader when ``--backend ovn`` is given (L3-only options refused), else None."""
     if Backend(getattr(args, "backend", Backend.AUTO)) is not Backend.OVN:
         return None
     refuse_l3_only(args, l3_only)
-    return NeutronOvn(open_cloud(args))
+    return neutron_ovn(args)
 
 
 def detected_ovn(
@@ -54,7 +63,7 @@ def detected_ovn(
         return None
     if snapshot.agents or getattr(args, "snapshot", None):
         return None
-    ovn = NeutronOvn(open_cloud(args))
+    ovn = neutron_ovn(args)
     if not ovn.list_chassis():
         return None
     refuse_l3_only(args, l3_only)

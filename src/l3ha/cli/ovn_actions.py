@@ -16,14 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import open_cloud
 from l3ha.cli.output import emit, emit_document
-from l3ha.cli.ovn import refuse_l3_only
-from l3ha.cloud.ovn import NeutronOvn
+from l3ha.cli.ovn import neutron_ovn, refuse_l3_only
 from l3ha.errors import BadInputError
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, Backend
 
 if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
     from l3ha.executor import ExecutorOptions
     from l3ha.journal import Journal
 
@@ -58,7 +57,7 @@ def gateway_backend(args: argparse.Namespace) -> NeutronOvn | None:
     if wanted is Backend.L3_AGENT:
         ovn = None
     else:
-        candidate = NeutronOvn(open_cloud(args))
+        candidate = neutron_ovn(args)
         ovn = candidate if candidate.backend(wanted) is Backend.OVN else None
     if ovn is None and getattr(args, "min_chassis", None) is not None:
         raise BadInputError(

@@ -10,8 +10,8 @@ and reports the plan.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from l3ha.cloud.ovn import NeutronOvn
 from l3ha.executor.dispatch import Dispatcher
 from l3ha.executor.gateway_outcome import GatewayMoveResult, GatewayOutcome, GatewayRunResult
 from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, GatewayWriter, journal_move
@@ -21,8 +21,11 @@ from l3ha.kinds.gateway import GatewayKind
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayPlan
 
+if TYPE_CHECKING:  # the SDK-backed cloud, named only as a type: no openstacksdk import here
+    from l3ha.cloud.ovn import NeutronOvn  # noqa: F401  (used in a quoted base below)
 
-class GatewayExecutor(ExecutorBase[NeutronOvn]):
+
+class GatewayExecutor(ExecutorBase["NeutronOvn"]):
     """Runs gateway plans; see the module docstring."""
 
     def run(

@@ -11,8 +11,8 @@ Neutron: the next evacuation plans anew from what it finds).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from l3ha.cloud.ovn import NeutronOvn
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.lifecycle import JournalGuard
@@ -20,6 +20,9 @@ from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Move, MoveKind
 from l3ha.ovn_model import GatewayBinding
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, bottom_priority
+
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
 
 #: Journal operation kinds of the gateway actions all start with this.
 GATEWAY_KIND_PREFIX = "ovn-"

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from l3ha.clock import Clock
-from l3ha.cloud.ovn import NeutronOvn
 from l3ha.errors import SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
@@ -35,6 +35,9 @@ from l3ha.operations.planning import cut_to_budget
 from l3ha.operations.request import OperationResult, PlanExecuted
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
 from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
+
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
 
 
 class GatewayAction(StrEnum):
