@@ -216,6 +216,9 @@ class DhcpMove:
     reason: str = ""
     #: The source was planned as dead or disabled: skip the move if it is usable again.
     source_down: bool = False
+    #: The network has a DHCP-enabled subnet, so a copy serves something: a copy is removed
+    #: only while another live agent serves it. False: no agent ever gets a DHCP port for it.
+    serves_dhcp: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,3 +122,20 @@ def test_an_interrupted_dhcp_operation_is_closed_by_the_next_dhcp_action_only(
         assert journal.operation(op_id).status is OperationStatus.RECOVERED
     # nothing was written for it; --trim then removed the extra copy the crash left
     assert len(dhcp_env.hosts_of(network)) == 1
+
+
+def test_a_network_without_dhcp_is_removed_from_a_dead_agent_never_waited_for(
+    dhcp_env: DhcpCloudEnv,
+) -> None:
+    # The real stack showed Neutron scheduling the external network on a DHCP agent; no
+    # agent gets a DHCP port for it, so a make-before-break move would wait out its timeout.
+    snap = dhcp_env.snapshot()
+    external = next(n.id for n in snap.networks if not n.needs_dhcp)
+    net1 = snap.find_agent("net-1").id
+    dhcp_env.dhcp.add_network_to_agent(external, net1)
+    plan, _ = _evacuation(dhcp_env, "net-1")
+    result, _ = _run(dhcp_env, plan)
+    by_network = {r.move.network_id: r for r in result.results}
+    assert by_network[external].outcome is DhcpOutcome.REMOVED
+    assert result.ok and external not in dhcp_env.networks_on("net-1")
+    assert not [p for p in dhcp_env.snapshot().ports if p.network_id == external]

@@ -186,3 +186,17 @@ def test_evacuate_empties_the_source_when_targets_exist(
     assert after.networks_of_agent("dhcp-1") == ()
     assert all(served(after, n) >= 1 for n in snap.networks_of_agent("dhcp-1"))
     assert plan_dhcp_evacuate(after, "dhcp-1", DhcpPolicy()).moves == ()
+
+
+def test_evacuate_only_removes_a_network_without_dhcp_never_waits_for_its_port() -> None:
+    # Neutron schedules networks without a DHCP-enabled subnet (external, HA) on DHCP
+    # agents too; no agent ever gets a DHCP port for them, so moving one cannot finish.
+    snap = DhcpSnapshot(
+        (agent(1, alive=False), agent(2)),
+        (Network("ext", needs_dhcp=False), Network("tenant")),
+        (DhcpBinding("ext", "dhcp-1"), DhcpBinding("tenant", "dhcp-1")),
+    )
+    plan = plan_dhcp_evacuate(snap, "dhcp-1", DhcpPolicy())
+    kinds = {m.network_id: (m.kind, m.serves_dhcp) for m in plan.moves}
+    assert kinds == {"ext": (DhcpMoveKind.REMOVE, False), "tenant": (DhcpMoveKind.MOVE, True)}
+    assert apply_dhcp_plan(snap, plan).networks_of_agent("dhcp-1") == ()

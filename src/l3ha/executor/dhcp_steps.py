@@ -131,12 +131,18 @@ class DhcpWriter:
         ``keep_port_seen``: its ACTIVE port was read from the cloud a moment ago
         (by the port poller), so the ports are not read again. Raises
         ``SkipMoveError`` (nothing written) when no other agent serves it now.
-        Returns the host(s) that serve it.
+        Returns the host(s) that serve it. A network with no DHCP-enabled subnet
+        (``serves_dhcp`` false) is removed without asking: nothing is served ("").
         """
         source = move.source or ""
         hosts = self.hosts(move.network_id)
         if source not in hosts:
             return ", ".join(sorted(a.host for a in hosts.values()))
+        if not move.serves_dhcp:
+            self.guard.step(move_id, MoveStep.INTENT, detail=f"remove from {source}")
+            self.cloud.remove_network_from_agent(move.network_id, source)
+            self.guard.step(move_id, MoveStep.UNBOUND)
+            return ""
         servers = [a for a in hosts.values() if a.id != source and usable(a)]
         if keep is not None and keep not in {a.id for a in servers}:
             raise SkipMoveError("the new agent is not alive and enabled any more: source kept")

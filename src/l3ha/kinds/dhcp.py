@@ -77,9 +77,8 @@ class DhcpKind:
             hosts = self.writer.recheck(move, self.require_dead_source)
             if move.kind is DhcpMoveKind.REMOVE:
                 where = self.writer.remove(move, item.move_id, keep=None)
-                return DhcpMoveResult(
-                    move, DhcpOutcome.REMOVED, f"{move.reason}; served by {where}"
-                )
+                why = f"{move.reason}; served by {where}" if where else move.reason
+                return DhcpMoveResult(move, DhcpOutcome.REMOVED, why)
             return self._add_somewhere(item, hosts)
         except SkipMoveError as skip:
             return self.skipped(move, str(skip))

@@ -7,7 +7,9 @@ list of ``DhcpMove``s the executor runs make before break:
 - ``evacuate``/``drain`` an agent: each of its networks is moved to another
   agent (added there, the copy on the source removed once the new port is
   ACTIVE), or only removed from the source when enough other live copies
-  already serve it. Networks with no other live copy go first.
+  already serve it. Networks with no other live copy go first. A network
+  without a DHCP-enabled subnet (Neutron schedules the external and HA
+  networks too) is only removed: no agent ever gets a DHCP port for it.
 - ``return`` networks to an agent back from maintenance: each leaves its
   busiest host for the agent (make before break).
 - ``repair``: a network below its count gets copies, first by replacing
@@ -124,6 +126,10 @@ class _World:
         return (self.networks.get(agent_id, 0), self.ports.get(agent_id, 0), agent_id)
 
 
+#: Why a network without a DHCP-enabled subnet is only removed from the agent.
+NOTHING_SERVED = "no DHCP-enabled subnet: nothing to serve, only removed"
+
+
 def plan_dhcp_evacuate(
     snapshot: DhcpSnapshot, source_id: str, policy: DhcpPolicy, action: str = EVACUATE
 ) -> DhcpPlan:
@@ -142,6 +148,10 @@ def plan_dhcp_evacuate(
     moves: list[DhcpMove] = []
     unplaceable: list[DhcpUnplaceable] = []
     for network in on_source:
+        if not network.needs_dhcp:
+            moves.append(_removal(network.id, source_id, NOTHING_SERVED, down=down, serves=False))
+            world.remove(network.id, source_id)
+            continue
         others = world.serving(network.id, without=source_id)
         if len(others) >= policy.agents_per_network:
             moves.append(
@@ -258,8 +268,10 @@ def _trim(world: _World, network: Network) -> list[DhcpMove]:
     return moves
 
 
-def _removal(network_id: str, agent_id: str, reason: str, *, down: bool = False) -> DhcpMove:
-    return DhcpMove(network_id, DhcpMoveKind.REMOVE, None, agent_id, reason, down)
+def _removal(
+    network_id: str, agent_id: str, reason: str, *, down: bool = False, serves: bool = True
+) -> DhcpMove:
+    return DhcpMove(network_id, DhcpMoveKind.REMOVE, None, agent_id, reason, down, serves)
 
 
 def _state(agent: Agent | None) -> str:
