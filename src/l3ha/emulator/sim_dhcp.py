@@ -14,9 +14,7 @@ it is modelled:
   ``dhcp_network_time`` (times its slow factor). Setting up first gets the DHCP port:
   its own (device id ``dhcp<uuid5(host)>-<network>``), else the network's reserved one
   (claimed: device id and ``binding:host_id`` now its own), else a new one; the port is
-  ``BUILD`` while the agent and its L2 agent wire it and ``ACTIVE`` when done. A network
-  without a DHCP-enabled subnet (bound by hand, or the external network) gets no port:
-  the agent has nothing to serve there (seen on the real stack, docs/realstack.md).
+  ``BUILD`` while the agent and its L2 agent wire it and ``ACTIVE`` when done.
 - Removing a network from an agent (``network_removed_from_agent``) re-labels its port
   ``reserved_dhcp_port`` on the server (still bound to the old host); the agent, when
   told, disables DHCP and its L2 agent reports the device down (``DOWN``). An agent that
@@ -78,8 +76,7 @@ class DhcpSimulation:
         if network.id in work.stale:  # it never stopped serving it
             work.stale.discard(network.id)
             binding.processed = True
-            if network.id in self.tables.tenant_networks:
-                self._claim_port(binding, ready=True)
+            self._claim_port(binding, ready=True)
         elif self.sim.can_report(agent):
             (work.queue if notify else work.sync_queue).append(network.id)
             self._pump(agent)
@@ -122,8 +119,7 @@ class DhcpSimulation:
                 continue
             done = now + self.cfg.dhcp_network_time * agent.slow_factor
             work.inflight[net_id] = done
-            if net_id in self.tables.tenant_networks:  # a DHCP-enabled subnet: a port to serve
-                self._claim_port(binding, ready=False)
+            self._claim_port(binding, ready=False)
             self.sim.schedule(done, self._processed, agent, net_id, work.generation, done)
 
     def _claim_port(self, binding: DhcpBinding, ready: bool) -> DhcpPortRec:
@@ -164,8 +160,7 @@ class DhcpSimulation:
         if binding is not None:
             binding.processed = True
             work.serving.add(net_id)
-            if net_id in self.tables.tenant_networks:
-                self._claim_port(binding, ready=True)
+            self._claim_port(binding, ready=True)
         self._pump(agent)
 
     def _disable(self, agent: AgentRec, network: NetworkRec, port: DhcpPortRec | None) -> None:
