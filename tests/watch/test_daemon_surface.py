@@ -35,7 +35,9 @@ def _run_watch(made: Scene, *args: str, timeout: float = 60) -> subprocess.Compl
 
 
 def test_once_observes_one_cycle_and_exits_zero_writing_the_status(cloud: Scene) -> None:
-    proc = _run_watch(cloud, *FAST_WATCH, "--once")
+    # One cycle: an interval of 1 s (not 0.2) so a read slowed by a loaded machine is not
+    # judged stale data (a halt this test is not about).
+    proc = _run_watch(cloud, *FAST_WATCH, "--interval", "1", "--once")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     events = [
         json.loads(line)["event"] for line in proc.stderr.splitlines() if line.startswith("{")
