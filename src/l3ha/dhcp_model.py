@@ -21,7 +21,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
-from l3ha.model import Agent
+from l3ha.model import Agent, group_by
 
 DHCP_AGENT_TYPE = "DHCP agent"
 DHCP_PORT_OWNER = "network:dhcp"
@@ -105,17 +105,13 @@ class DhcpSnapshot:
 
     @cached_property
     def _by_network(self) -> Mapping[str, tuple[str, ...]]:
-        index: dict[str, list[str]] = {}
-        for b in self.bindings:
-            index.setdefault(b.network_id, []).append(b.agent_id)
-        return {k: tuple(sorted(v)) for k, v in index.items()}
+        by_network = group_by(self.bindings, lambda b: b.network_id)
+        return {k: tuple(sorted(b.agent_id for b in v)) for k, v in by_network.items()}
 
     @cached_property
     def _by_agent(self) -> Mapping[str, tuple[str, ...]]:
-        index: dict[str, list[str]] = {}
-        for b in self.bindings:
-            index.setdefault(b.agent_id, []).append(b.network_id)
-        return {k: tuple(sorted(v)) for k, v in index.items()}
+        by_agent = group_by(self.bindings, lambda b: b.agent_id)
+        return {k: tuple(sorted(b.network_id for b in v)) for k, v in by_agent.items()}
 
     @cached_property
     def _ports_by_host(self) -> Mapping[str, int]:

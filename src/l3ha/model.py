@@ -8,12 +8,15 @@ one-line errors that list the candidates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import TypeVar
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
+
+T = TypeVar("T")
 
 #: The shortest id prefix that names an agent or a router (when unique).
 MIN_ID_PREFIX = 4
@@ -119,17 +122,11 @@ class Snapshot:
 
     @cached_property
     def _bindings_by_router(self) -> Mapping[str, tuple[Binding, ...]]:
-        index: dict[str, list[Binding]] = {}
-        for b in self.bindings:
-            index.setdefault(b.router_id, []).append(b)
-        return {k: tuple(v) for k, v in index.items()}
+        return group_by(self.bindings, lambda b: b.router_id)
 
     @cached_property
     def _bindings_by_agent(self) -> Mapping[str, tuple[Binding, ...]]:
-        index: dict[str, list[Binding]] = {}
-        for b in self.bindings:
-            index.setdefault(b.agent_id, []).append(b)
-        return {k: tuple(v) for k, v in index.items()}
+        return group_by(self.bindings, lambda b: b.agent_id)
 
     def bindings_of_router(self, router_id: str) -> tuple[Binding, ...]:
         """Every binding of one router (empty when it is unhosted)."""
@@ -169,6 +166,14 @@ class Snapshot:
                     f"router {what} {ref!r} is ambiguous: {candidates_text(r.id for r in found)}"
                 )
         raise NotFoundError(f"no router with id, name or id prefix {ref!r}")
+
+
+def group_by(items: Iterable[T], key: Callable[[T], str]) -> dict[str, tuple[T, ...]]:
+    """``items`` grouped by ``key``, each group in their order (the snapshots' indexes)."""
+    index: dict[str, list[T]] = {}
+    for item in items:
+        index.setdefault(key(item), []).append(item)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:

@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
-from l3ha.model import Agent, Router
+from l3ha.model import Agent, Router, group_by
 
 GATEWAY_AGENT_TYPE = "OVN Controller Gateway agent"
 L3_AGENT_TYPE = "L3 agent"
@@ -75,12 +75,8 @@ class OvnSnapshot:
 
     @cached_property
     def _groups(self) -> Mapping[str, tuple[GatewayBinding, ...]]:
-        index: dict[str, list[GatewayBinding]] = {}
-        for b in self.bindings:
-            index.setdefault(b.router_id, []).append(b)
-        return {
-            k: tuple(sorted(v, key=lambda b: (-b.priority, b.chassis_id))) for k, v in index.items()
-        }
+        groups = group_by(self.bindings, lambda b: b.router_id)
+        return {k: tuple(sorted(v, key=_by_priority)) for k, v in groups.items()}
 
     def group(self, router_id: str) -> tuple[GatewayBinding, ...]:
         """The router's chassis, highest priority first."""
@@ -110,6 +106,10 @@ class OvnSnapshot:
     def find_chassis(self, ref: str) -> Agent:
         """A gateway chassis by id, host or unique id prefix (4+ characters)."""
         return resolve_chassis(self.chassis, ref)
+
+
+def _by_priority(binding: GatewayBinding) -> tuple[int, str]:
+    return (-binding.priority, binding.chassis_id)
 
 
 def resolve_chassis(chassis: tuple[Agent, ...], ref: str) -> Agent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from l3ha.executor.outcome import PlanRun
+from l3ha.executor.outcome import KindMoveResult, PlanRun
 from l3ha.planner.gateway import GatewayMove
 
 
@@ -26,33 +26,15 @@ BAD_GATEWAY_OUTCOMES: frozenset[StrEnum] = frozenset({GatewayOutcome.FAILED})
 
 
 @dataclass(frozen=True, slots=True)
-class GatewayMoveResult:
-    """The outcome of one planned gateway move; ``target`` is the chassis added; the times
-    as for ``MoveResult``."""
+class GatewayMoveResult(KindMoveResult[GatewayMove, GatewayOutcome]):
+    """The outcome of one planned gateway move (``KindMoveResult``): ``target`` is the
+    chassis added."""
 
-    move: GatewayMove
-    outcome: GatewayOutcome
-    reason: str = ""
-    target: str | None = None
-    seconds: float = 0.0
-    write_seconds: float = 0.0
-    started_after: float = 0.0
+    NOUN = "router"
 
     @property
     def object_id(self) -> str:
         return self.move.router_id
-
-    def as_row(self) -> dict[str, object]:
-        move = self.move
-        return {
-            "router": move.router_id,
-            "kind": move.kind.value,
-            "source": move.source or "",
-            "target": self.target or move.target or "",
-            "outcome": self.outcome.value,
-            "reason": self.reason,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 @dataclass(frozen=True)

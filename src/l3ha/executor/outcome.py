@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from l3ha.dhcp_model import DhcpMove, DhcpUnplaceable
 from l3ha.model import Move, Unplaceable
@@ -78,13 +78,21 @@ class DhcpOutcome(StrEnum):
 BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
 
 
-@dataclass(frozen=True, slots=True)
-class DhcpMoveResult:
-    """The outcome of one planned DHCP move; ``target`` is where the copy went; the times
-    as for ``MoveResult``."""
+MoveT = TypeVar("MoveT")
+OutcomeT = TypeVar("OutcomeT", bound=StrEnum)
 
-    move: DhcpMove
-    outcome: DhcpOutcome
+
+@dataclass(frozen=True, slots=True)
+class KindMoveResult(Generic[MoveT, OutcomeT]):
+    """The outcome of one planned move of a kind other than routers (a network's copy, a
+    router's gateway chassis); ``target`` is where it went; the times as for
+    ``MoveResult``. A kind names its object (``NOUN``, the key of ``as_row``) and how
+    to read it off a move (``object_id``)."""
+
+    NOUN: ClassVar[str]
+
+    move: MoveT
+    outcome: OutcomeT
     reason: str = ""
     target: str | None = None
     seconds: float = 0.0
@@ -93,13 +101,26 @@ class DhcpMoveResult:
 
     @property
     def object_id(self) -> str:
-        return self.move.network_id
+        raise NotImplementedError
 
     def as_row(self) -> dict[str, object]:
-        return _row(self, "network")
+        return _row(self, self.NOUN)
 
 
-def _row(result: MoveResult | DhcpMoveResult, name: str, **extra: object) -> dict[str, object]:
+@dataclass(frozen=True, slots=True)
+class DhcpMoveResult(KindMoveResult[DhcpMove, DhcpOutcome]):
+    """The outcome of one planned DHCP move (``KindMoveResult``)."""
+
+    NOUN = "network"
+
+    @property
+    def object_id(self) -> str:
+        return self.move.network_id
+
+
+def _row(
+    result: MoveResult | KindMoveResult[Any, Any], name: str, **extra: object
+) -> dict[str, object]:
     """One move's result as a flat dict; its object under ``name``, ``extra`` before seconds."""
     move = result.move
     return {

@@ -11,8 +11,8 @@ is written; notices for the operator go to ``ctx.notify``.
 
 from __future__ import annotations
 
-from collections.abc import Sized
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sized
+from dataclasses import dataclass, field, replace
 
 from l3ha.errors import NotFoundError, SafetyHaltError
 from l3ha.executor import (
@@ -35,7 +35,8 @@ from l3ha.operations.context import (
     still_on_source,
     undrain_change,
 )
-from l3ha.operations.drain import finish_drain
+from l3ha.operations.drain import DrainWords, finish_drain
+from l3ha.operations.flow import run_flow
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
 from l3ha.operations.request import (
@@ -52,6 +53,8 @@ from l3ha.weights import weight_warnings
 _NOT_DONE = frozenset({*(o.value for o in BAD_OUTCOMES), UNPLACED})
 #: Actions that first finish what a crash interrupted (from the journal).
 FINISHES_INTERRUPTED = frozenset({Action.EVACUATE, Action.MIGRATE, Action.REBALANCE, Action.REPAIR})
+#: Actions that plan on the routers' HA states.
+_WITH_HA_STATE = frozenset({Action.REPAIR, Action.HA_REPAIR})
 
 
 def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -73,13 +76,11 @@ def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
 
 def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Every router (or the named ones) off a dead agent; verified: none left there."""
-    result = _plan_and_run(ctx, request)
-    step = result.steps[-1] if result.steps else None
-    if isinstance(step, Executed) and not request.dry_run:
-        source = step.snapshot.find_agent(request.agent or "")
-        problems = _left_on(ctx, source, step.run)
-        result = replace(result, problems=(*result.problems, *problems))
-    return result
+
+    def verify(step: Executed) -> tuple[str, ...]:
+        return _left_on(ctx, step.snapshot.find_agent(request.agent or ""), step.run)
+
+    return _plan_and_run(ctx, request, verify)
 
 
 def migrate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -94,21 +95,16 @@ def rebalance(ctx: OperationContext, request: ActionRequest) -> ActionResult:
 
 def ha_repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Replace HA replicas on dead or disabled agents; the active one is never moved."""
-    snapshot = ctx.observe(with_ha_state=True)
-    _warn_about_weights(ctx, request, snapshot)
-    plan = make_plan(request, snapshot)
-    return ActionResult(request.action, (_execute(ctx, request, snapshot, plan),))
+    return _plan_and_run(ctx, request)
 
 
 def repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Finish interrupted work, bind unhosted routers, replace dead HA replicas; then run
     again the evacuations and drains a crash cut short."""
-    recovered_ok, interrupted = _recover(ctx, request)
-    snapshot = ctx.observe(with_ha_state=True)
-    _warn_about_weights(ctx, request, snapshot)
-    step = _execute(ctx, request, snapshot, make_plan(request, snapshot))
-    code = _finish_interrupted_plans(ctx, request, interrupted)
-    return ActionResult(request.action, (step,), recovered_ok=recovered_ok, follow_up_code=code)
+    side = _Routers(ctx, request)
+    step, _, ok = run_flow(side, side.plan_on, dry_run=request.dry_run)
+    code = _finish_interrupted_plans(ctx, request, side.interrupted)
+    return ActionResult(request.action, (step,), recovered_ok=ok, follow_up_code=code)
 
 
 def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -123,29 +119,51 @@ def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
 def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Move routers off a live agent, then disable it (a disabled agent tears its routers
     down, so it is disabled only once none is left), then sweep up late arrivals."""
-    snapshot = ctx.observe()
-    _warn_about_weights(ctx, request, snapshot)
-    agent = snapshot.find_agent(request.agent or "")
-    first = _execute(ctx, request, snapshot, make_plan(request, snapshot))
-    change = drain_change(agent, snapshot.observed_at, "drain: no router left on the agent")
-    side = _RouterDrain(ctx, request)
+    side = _Routers(ctx, request)
+    first = run_flow(side, side.plan_on, dry_run=request.dry_run)[0]
+    agent = first.snapshot.find_agent(request.agent or "")
+    change = drain_change(agent, first.snapshot.observed_at, "drain: no router left on the agent")
     done = finish_drain(side, ctx.notify, agent, first, change, dry_run=request.dry_run)
     return ActionResult(request.action, tuple(done.steps), problems=done.problems)
 
 
+#: How the router drain names its agent and routers (``l3ha.operations.drain``).
+_ROUTER_WORDS = DrainWords(
+    "agent",
+    "router",
+    arrived="{count} router(s) arrived on {host} while it drained; moving them",
+    landed="{count} router(s) landed meanwhile; moving them",
+)
+
+
 @dataclass
-class _RouterDrain:
-    """The router side of the drain flow (``l3ha.operations.drain``)."""
+class _Routers:
+    """The router side of the flow (``l3ha.operations.flow``) and of the drain flow."""
 
     ctx: OperationContext
     request: ActionRequest
-    agent_words: str = "agent"
-    noun: str = "router"
-    arrived: str = "{count} router(s) arrived on {host} while it drained; moving them"
-    landed: str = "{count} router(s) landed meanwhile; moving them"
+    interrupted: list[OperationRecord] = field(default_factory=list)
+    words: DrainWords = _ROUTER_WORDS
+
+    def recover(self) -> bool:
+        """Finish what a crash interrupted (the actions that do); keep the operations whose
+        evacuations and drains are to run again."""
+        if self.request.action not in FINISHES_INTERRUPTED:
+            return True
+        ok, self.interrupted = finish_interrupted(self.ctx, self.request.dry_run)
+        return ok
 
     def observe(self) -> Snapshot:
-        return self.ctx.observe()
+        return self.ctx.observe(with_ha_state=self.request.action in _WITH_HA_STATE)
+
+    def plan_on(self, snapshot: Snapshot) -> Plan:
+        _warn_about_weights(self.ctx, self.request, snapshot)
+        if self.request.action is Action.DRAIN:  # its agent named first, as it always was
+            snapshot.find_agent(self.request.agent or "")
+        return make_plan(self.request, snapshot)
+
+    def execute(self, snapshot: Snapshot, plan: Plan) -> Executed:
+        return _execute(self.ctx, self.request, snapshot, plan)
 
     def on_agent(self, snapshot: Snapshot, agent_id: str) -> Sized:
         return snapshot.bindings_of_agent(agent_id)
@@ -154,7 +172,7 @@ class _RouterDrain:
         return self.ctx.cloud.routers_on_agent(agent.id)
 
     def drain_pass(self, snapshot: Snapshot) -> Executed:
-        return _execute(self.ctx, self.request, snapshot, make_plan(self.request, snapshot))
+        return self.execute(snapshot, make_plan(self.request, snapshot))
 
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
         executor = self.ctx.executor(self.request.execution)
@@ -211,20 +229,15 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
 # --- the shared flow ---------------------------------------------------------
 
 
-def _plan_and_run(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Recover interrupted work, observe, gate and plan, execute."""
-    recovered_ok, _ = _recover(ctx, request)
-    snapshot = ctx.observe(with_ha_state=request.action is Action.REPAIR)
-    _warn_about_weights(ctx, request, snapshot)
-    plan = make_plan(request, snapshot)
-    step = _execute(ctx, request, snapshot, plan)
-    return ActionResult(request.action, (step,), recovered_ok=recovered_ok)
-
-
-def _recover(ctx: OperationContext, request: ActionRequest) -> tuple[bool, list[OperationRecord]]:
-    if request.action not in FINISHES_INTERRUPTED:
-        return True, []
-    return finish_interrupted(ctx, request.dry_run)
+def _plan_and_run(
+    ctx: OperationContext,
+    request: ActionRequest,
+    verify: Callable[[Executed], tuple[str, ...]] | None = None,
+) -> ActionResult:
+    """Recover interrupted work, observe, gate and plan, execute, verify (``flow``)."""
+    side = _Routers(ctx, request)
+    step, problems, ok = run_flow(side, side.plan_on, verify, dry_run=request.dry_run)
+    return ActionResult(request.action, (step,), problems, recovered_ok=ok)
 
 
 def _execute(

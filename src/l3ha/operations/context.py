@@ -1,7 +1,9 @@
 """What every operation runs over: the cloud, the journal, the clock, and where it reports.
 
 I/O: none itself but ``agent_of_another_kind``'s one read; it holds the handles
-the operations use, and what operations of every kind share: the journal
+the operations use (``OperationContext`` for routers, ``KindContext`` the same
+handles for any other kind, over its cloud and snapshot types), and what
+operations of every kind share: the journal
 arguments of an operation (``operation_args``) and the agent changes of a drain
 and an undrain (``drain_change``, ``undrain_change``), and the check that what a run
 reported moved off an agent is gone from it (``still_on_source``). ``observe``
@@ -15,6 +17,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Generic, Protocol, TypeVar
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -23,7 +27,7 @@ from l3ha.executor import AgentChange, Executor, ExecutorOptions, Progress
 from l3ha.journal import Journal
 from l3ha.journal.history import NAMES
 from l3ha.model import Agent, Snapshot
-from l3ha.operations.request import DRAIN_MARK, ActionRequest, DhcpRequest
+from l3ha.operations.request import DRAIN_MARK
 
 log = logging.getLogger("l3ha.operations")
 
@@ -63,9 +67,42 @@ class OperationContext:
         return Executor(self.cloud, self.journal, self.clock, options)
 
 
-def operation_args(
-    request: ActionRequest | DhcpRequest, names: Mapping[str, str]
-) -> dict[str, object]:
+C = TypeVar("C")
+S = TypeVar("S")
+
+
+@dataclass
+class KindContext(Generic[C, S]):
+    """The handles an action of a kind other than routers uses (as ``OperationContext``):
+    its cloud, the journal, the clock, where notices go; ``observer`` replaces the fresh
+    read (``read``, the kind's own) of the world to plan on (the daemon hands in its own)."""
+
+    cloud: C
+    journal: Journal | None
+    clock: Clock
+    notify: Notify = log_notice
+    observer: Callable[[], S] | None = None
+    should_stop: Callable[[], bool] | None = None
+
+    def observe(self) -> S:
+        return self.observer() if self.observer is not None else self.read()
+
+    def read(self) -> S:
+        raise NotImplementedError
+
+
+class Asked(Protocol):
+    """A request of any kind, as the journal records it."""
+
+    @property
+    def action(self) -> StrEnum: ...
+    @property
+    def agent(self) -> str | None: ...
+    @property
+    def journal_args(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def operation_args(request: Asked, names: Mapping[str, str]) -> dict[str, object]:
     """What the journal records with an operation of any kind: the command, its agent,
     who asked (``journal_args``) and the names it saw (host and object names by id)."""
     return {

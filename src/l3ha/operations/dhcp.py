@@ -15,27 +15,25 @@ a restored host's networks to it) call this. Gates raise
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Sized
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
-from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.context import (
-    Notify,
+    KindContext,
     drain_change,
-    log_notice,
     operation_args,
     still_on_source,
     undrain_change,
 )
-from l3ha.operations.drain import finish_drain
-from l3ha.operations.planning import cut_to_budget, refuse_when_fleet_down
+from l3ha.operations.drain import DrainWords, finish_drain
+from l3ha.operations.flow import run_flow
+from l3ha.operations.planning import refuse_when_fleet_down, within_budget
 from l3ha.operations.request import (
     AgentChanged,
     DhcpAction,
@@ -52,19 +50,11 @@ from l3ha.planner.dhcp import (
 )
 
 
-@dataclass
-class DhcpContext:
+class DhcpContext(KindContext[DhcpCloud, DhcpSnapshot]):
     """The handles a DHCP action uses; ``observer`` replaces the fresh read (the daemon)."""
 
-    cloud: DhcpCloud
-    journal: Journal | None
-    clock: Clock
-    notify: Notify = log_notice
-    observer: Callable[[], DhcpSnapshot] | None = None
-    should_stop: Callable[[], bool] | None = None
-
-    def observe(self) -> DhcpSnapshot:
-        return self.observer() if self.observer is not None else self.cloud.read_dhcp_snapshot()
+    def read(self) -> DhcpSnapshot:
+        return self.cloud.read_dhcp_snapshot()
 
 
 class DhcpExecuted(PlanExecuted[DhcpPlan, DhcpSnapshot, DhcpRunResult]):
@@ -89,52 +79,89 @@ def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
 
 def evacuate(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """Every network off a dead (or disabled) DHCP agent, make before break."""
-    _finish_interrupted(ctx, request)
-    snapshot = ctx.observe()
-    source = snapshot.find_agent(request.agent or "")
-    policy = _policy(request, snapshot)
-    _gate_fleet(request, snapshot, "evacuate")
-    if usable(source) and not request.force:
-        raise SafetyHaltError(
-            f"DHCP agent {source.host} is alive and enabled: use 'l3ha dhcp drain "
-            f"{source.host}' to move its networks away (or dhcp evacuate --force)"
-        )
-    plan = plan_dhcp_evacuate(snapshot, source.id, policy)
-    step = _execute(ctx, request, snapshot, plan, require_dead_source=not request.force)
-    problems = () if request.dry_run else _verify(ctx, step, source)
+    side = _Dhcp(ctx, request, require_dead_source=not request.force)
+
+    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
+        source = snapshot.find_agent(request.agent or "")
+        policy = _policy(request, snapshot)
+        _gate_fleet(request, snapshot, "evacuate")
+        if usable(source) and not request.force:
+            raise SafetyHaltError(
+                f"DHCP agent {source.host} is alive and enabled: use 'l3ha dhcp drain "
+                f"{source.host}' to move its networks away (or dhcp evacuate --force)"
+            )
+        side.source = source
+        return plan_dhcp_evacuate(snapshot, source.id, policy)
+
+    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
     return DhcpResult(request.action, (step,), problems=problems)
 
 
 def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """Move every network off a live DHCP agent, then disable it (a disabled agent drops
     its networks), then move whatever Neutron scheduled to it meanwhile."""
-    _finish_interrupted(ctx, request)
-    snapshot = ctx.observe()
-    agent = snapshot.find_agent(request.agent or "")
-    policy = _policy(request, snapshot)
-    _gate_fleet(request, snapshot, "drain")
-    first = _execute(ctx, request, snapshot, plan_dhcp_drain(snapshot, agent.id, policy))
-    change = drain_change(agent, snapshot.observed_at, "dhcp drain: no network left on the agent")
-    side = _DhcpDrain(ctx, request, policy, agent.id)
-    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=request.dry_run)
+    side = _Dhcp(ctx, request)
+
+    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
+        side.agent_id = snapshot.find_agent(request.agent or "").id
+        policy = _policy(request, snapshot)
+        _gate_fleet(request, snapshot, "drain")
+        return plan_dhcp_drain(snapshot, side.agent_id, policy)
+
+    first = run_flow(side, plan_on, dry_run=side.dry)[0]
+    agent = first.snapshot.agents_by_id[side.agent_id]
+    why = "dhcp drain: no network left on the agent"
+    change = drain_change(agent, first.snapshot.observed_at, why)
+    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=side.dry)
     return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
 
 
+#: How the DHCP drain names its agent and networks (``l3ha.operations.drain``).
+_DHCP_WORDS = DrainWords(
+    "DHCP agent",
+    "network",
+    arrived="{count} network(s) arrived on DHCP agent {host} while it drained",
+    landed="{count} network(s) landed meanwhile",
+)
+
+
 @dataclass
-class _DhcpDrain:
-    """The DHCP side of the drain flow (``l3ha.operations.drain``)."""
+class _Dhcp:
+    """The DHCP side of the flow (``l3ha.operations.flow``) and of the drain flow: how a
+    DHCP action recovers, observes, runs a plan (``require_dead_source``: skip a move
+    whose source is back; ``fallbacks``: other agents a move may go to)."""
 
     ctx: DhcpContext
     request: DhcpRequest
-    policy: DhcpPolicy
-    agent_id: str
-    agent_words: str = "DHCP agent"
-    noun: str = "network"
-    arrived: str = "{count} network(s) arrived on DHCP agent {host} while it drained"
-    landed: str = "{count} network(s) landed meanwhile"
+    require_dead_source: bool = False
+    fallbacks: bool = True
+    agent_id: str = ""  # the drained agent
+    source: Agent | None = None  # the evacuated agent, once planned
+    words: DrainWords = _DHCP_WORDS
+
+    @property
+    def dry(self) -> bool:
+        return self.request.dry_run
+
+    def recover(self) -> bool:
+        if self.ctx.journal is None:
+            return True
+        found = recover_dhcp(self.ctx.cloud, self.ctx.journal, dry_run=self.dry)
+        for one in found:
+            self.ctx.notify(
+                f"interrupted DHCP operation {one.operation_id}: network {one.network_id} "
+                f"{one.action.value} ({one.detail})"
+            )
+        return True
 
     def observe(self) -> DhcpSnapshot:
         return self.ctx.observe()
+
+    def execute(self, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
+        return _execute(self, snapshot, plan)
+
+    def verify(self, step: DhcpExecuted) -> tuple[str, ...]:
+        return _verify(self.ctx, step, self.source)
 
     def on_agent(self, snapshot: DhcpSnapshot, agent_id: str) -> Sized:
         return snapshot.networks_of_agent(agent_id)
@@ -143,15 +170,14 @@ class _DhcpDrain:
         return self.ctx.observe().networks_of_agent(agent.id)
 
     def drain_pass(self, snapshot: DhcpSnapshot) -> DhcpExecuted:
-        plan = plan_dhcp_drain(snapshot, self.agent_id, self.policy)
-        return _execute(self.ctx, self.request, snapshot, plan)
+        policy = _policy(self.request, snapshot)
+        return self.execute(snapshot, plan_dhcp_drain(snapshot, self.agent_id, policy))
 
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
-        dry_run = self.request.dry_run
-        journal = None if dry_run else self.ctx.journal
+        journal = None if self.dry else self.ctx.journal
         ctx = self.ctx
         return change_dhcp_agent(
-            ctx.cloud, journal, ctx.clock, change, dry_run=dry_run, current=agent
+            ctx.cloud, journal, ctx.clock, change, dry_run=self.dry, current=agent
         )
 
     def stranded(self, step: DhcpExecuted) -> int | None:
@@ -183,31 +209,35 @@ def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
 
 def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """Every network to exactly the target count on live agents (extra copies: ``trim``)."""
-    _finish_interrupted(ctx, request)
-    snapshot = ctx.observe()
-    policy = _policy(request, snapshot)
-    _gate_fleet(request, snapshot, "repair DHCP networks")
-    plan = plan_dhcp_repair(snapshot, policy)
-    step = _execute(ctx, request, snapshot, plan, require_dead_source=True)
-    problems = () if request.dry_run else _verify(ctx, step, None)
+
+    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
+        policy = _policy(request, snapshot)
+        _gate_fleet(request, snapshot, "repair DHCP networks")
+        return plan_dhcp_repair(snapshot, policy)
+
+    side = _Dhcp(ctx, request, require_dead_source=True)
+    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
     return DhcpResult(request.action, (step,), problems=problems)
 
 
 def return_networks(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     """``request.networks`` back onto the live, enabled agent ``request.agent`` (a host
     restored after maintenance), make before break; no fallback target."""
-    _finish_interrupted(ctx, request)
-    snapshot = ctx.observe()
-    agent = snapshot.find_agent(request.agent or "")
-    if not usable(agent):
-        raise SafetyHaltError(f"DHCP agent {agent.host} is not alive and enabled: not returning")
-    plan = plan_dhcp_return(snapshot, list(request.networks), agent.id)
-    step = _execute(ctx, request, snapshot, plan, fallbacks=False)
-    problems = () if request.dry_run else _verify(ctx, step, None)
+
+    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
+        agent = snapshot.find_agent(request.agent or "")
+        if not usable(agent):
+            raise SafetyHaltError(
+                f"DHCP agent {agent.host} is not alive and enabled: not returning"
+            )
+        return plan_dhcp_return(snapshot, list(request.networks), agent.id)
+
+    side = _Dhcp(ctx, request, fallbacks=False)
+    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
     return DhcpResult(request.action, (step,), problems=problems)
 
 
-# --- the shared flow ---------------------------------------------------------
+# --- what the actions share ----------------------------------------------------
 
 
 def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:
@@ -220,34 +250,16 @@ def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> Non
     refuse_when_fleet_down(snapshot.agents, words, force=request.force, which="DHCP agents")
 
 
-def _finish_interrupted(ctx: DhcpContext, request: DhcpRequest) -> None:
-    if ctx.journal is None:
-        return
-    for found in recover_dhcp(ctx.cloud, ctx.journal, dry_run=request.dry_run):
-        ctx.notify(
-            f"interrupted DHCP operation {found.operation_id}: network {found.network_id} "
-            f"{found.action.value} ({found.detail})"
-        )
-
-
-def _execute(
-    ctx: DhcpContext,
-    request: DhcpRequest,
-    snapshot: DhcpSnapshot,
-    plan: DhcpPlan,
-    *,
-    require_dead_source: bool = False,
-    fallbacks: bool = True,
-) -> DhcpExecuted:
-    kept, note = cut_to_budget(plan.moves, request.move_budget, lambda m: m.network_id)
-    if note:
-        plan = replace(plan, moves=kept, warnings=(*plan.warnings, note))
+def _execute(side: _Dhcp, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
+    ctx, request = side.ctx, side.request
+    plan = within_budget(plan, request.move_budget, lambda m: m.network_id)
+    fallbacks = fallback_targets(snapshot, _policy(request, snapshot)) if side.fallbacks else None
     executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
     run = executor.run(
         plan,
         snapshot.agents_by_id,
-        fallbacks=fallback_targets(snapshot, _policy(request, snapshot)) if fallbacks else None,
-        require_dead_source=require_dead_source,
+        fallbacks=fallbacks,
+        require_dead_source=side.require_dead_source,
         args=operation_args(request, recorded_network_names(snapshot, plan.moves)),
         should_stop=ctx.should_stop,
     )

@@ -13,7 +13,7 @@ words of its notices.
 from __future__ import annotations
 
 from collections.abc import Sized
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from l3ha.executor import AgentChange, AgentChangeResult
 from l3ha.model import Agent
@@ -33,16 +33,22 @@ StepT = TypeVar("StepT", bound=_Step)
 SnapT = TypeVar("SnapT")
 
 
-class DrainSide(Protocol[StepT, SnapT]):
-    """What one kind supplies to the drain flow."""
+class DrainWords(NamedTuple):
+    """How a kind's drain notices name the agent ("agent", "DHCP agent") and its objects
+    ("router"), and the notices (with ``{count}`` and ``{host}``) for objects that arrive
+    while it drains and that land after it is disabled."""
 
-    #: How notices name the agent ("agent", "DHCP agent") and its objects ("router"), and
-    #: the notices (with ``{count}`` and ``{host}``) for objects that arrive while it
-    #: drains and that land after it is disabled.
-    agent_words: str
+    agent: str
     noun: str
     arrived: str
     landed: str
+
+
+class DrainSide(Protocol[StepT, SnapT]):
+    """What one kind supplies to the drain flow."""
+
+    @property
+    def words(self) -> DrainWords: ...
 
     def observe(self) -> SnapT: ...
     def on_agent(self, snapshot: SnapT, agent_id: str) -> Sized: ...
@@ -76,8 +82,8 @@ def finish_drain(
         stranded = side.stranded(first)
         if stranded is not None:  # as the real run would: the agent stays enabled
             notify(
-                f"{side.agent_words} {agent.host} would be left enabled: {stranded} "
-                f"{side.noun}(s) could not be placed and would stay on it"
+                f"{side.words.agent} {agent.host} would be left enabled: {stranded} "
+                f"{side.words.noun}(s) could not be placed and would stay on it"
             )
             done.problems = ("agent left enabled",)
         else:
@@ -90,13 +96,13 @@ def finish_drain(
     disabled = side.change_agent(change, agent)
     done.steps.append(AgentChanged(disabled))
     if not disabled.ok:
-        notify(f"{side.agent_words} {agent.host} could not be disabled: {disabled.detail}")
+        notify(f"{side.words.agent} {agent.host} could not be disabled: {disabled.detail}")
         return done
-    notify(f"{side.agent_words} {agent.host} disabled")
+    notify(f"{side.words.agent} {agent.host} disabled")
     snapshot = side.observe()
     late = side.on_agent(snapshot, agent.id)
     if late:
-        notify(side.landed.format(count=len(late), host=agent.host))
+        notify(side.words.landed.format(count=len(late), host=agent.host))
         done.steps.append(side.drain_pass(snapshot))
     return done
 
@@ -114,7 +120,7 @@ def _repeat_while_arriving(
     for _ in range(DRAIN_PASSES - 1):
         if last.exit_code != 0 or not left:
             break
-        notify(side.arrived.format(count=len(left), host=agent.host))
+        notify(side.words.arrived.format(count=len(left), host=agent.host))
         last = side.drain_pass(side.observe())
         done.steps.append(last)
         left = side.left_on(agent)

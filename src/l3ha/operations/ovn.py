@@ -17,21 +17,19 @@ chassis drained: a router created later may still be scheduled on it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from l3ha.clock import Clock
 from l3ha.errors import SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
 from l3ha.executor.gateway_outcome import GatewayRunResult
 from l3ha.executor.gateway_steps import recover_gateways
-from l3ha.journal import Journal
-from l3ha.journal.history import NAMES
-from l3ha.operations.context import Notify, log_notice
-from l3ha.operations.planning import cut_to_budget
+from l3ha.model import Agent
+from l3ha.operations.context import KindContext, operation_args
+from l3ha.operations.flow import run_flow
+from l3ha.operations.planning import within_budget
 from l3ha.operations.request import OperationResult, PlanExecuted
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
 from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
@@ -63,19 +61,16 @@ class GatewayRequest:
         return self.execution.dry_run
 
 
-@dataclass
-class GatewayContext:
-    """The handles a gateway action uses; ``observer`` replaces the fresh read."""
+class GatewayContext(KindContext["NeutronOvn", OvnSnapshot]):
+    """The handles a gateway action uses (its cloud: ``ovn``); ``observer`` replaces the
+    fresh read."""
 
-    ovn: NeutronOvn
-    journal: Journal | None
-    clock: Clock
-    notify: Notify = log_notice
-    observer: Callable[[], OvnSnapshot] | None = None
-    should_stop: Callable[[], bool] | None = None
+    @property
+    def ovn(self) -> NeutronOvn:
+        return self.cloud
 
-    def observe(self) -> OvnSnapshot:
-        return self.observer() if self.observer is not None else self.ovn.read_ovn_snapshot()
+    def read(self) -> OvnSnapshot:
+        return self.cloud.read_ovn_snapshot()
 
 
 class GatewayExecuted(PlanExecuted[GatewayPlan, OvnSnapshot, GatewayRunResult]):
@@ -88,97 +83,122 @@ class GatewayResult(OperationResult[GatewayAction, GatewayExecuted]):
 
 def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
     """Every router group rid of a dead chassis; replacements where redundancy drops."""
-    short: frozenset[str] = frozenset()
-    if ctx.journal is not None:
-        lines, short = recover_gateways(ctx.ovn, ctx.journal, dry_run=request.dry_run)
-        for line in lines:
-            ctx.notify(f"interrupted gateway move closed: {line}")
-    world = _gated(ctx, request)
-    chassis = world.find_chassis(request.agent)
-    if chassis.alive:
-        raise SafetyHaltError(
-            f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
-            "(removing it would fail its routers over); nothing changed"
-        )
-    plan = plan_evacuate(world, chassis.id, request.min_chassis, request.action.value, short)
-    step = _execute(ctx, request, world, plan)
-    problems = () if request.dry_run else _verify(ctx, chassis.id, request.min_chassis)
+    side = _Gateways(ctx, request)
+
+    def plan_on(world: OvnSnapshot) -> GatewayPlan:
+        chassis = _gated(world, request)
+        if chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
+                "(removing it would fail its routers over); nothing changed"
+            )
+        side.chassis = chassis
+        action = request.action.value
+        return plan_evacuate(world, chassis.id, request.min_chassis, action, side.short)
+
+    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
     return GatewayResult(request.action, (step,), problems=problems)
 
 
 def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
     """A live chassis' primaries moved away gracefully, then the chassis at the bottom."""
-    world = _gated(ctx, request)
-    chassis = world.find_chassis(request.agent)
-    if not chassis.alive:
-        raise SafetyHaltError(
-            f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
-            f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
-        )
-    plan = plan_drain(world, chassis.id, request.action.value)
-    step = _execute(ctx, request, world, plan, canary=1)
-    problems: tuple[str, ...] = ()
-    if not request.dry_run:
-        after = ctx.ovn.read_ovn_snapshot()
-        problems = tuple(
-            f"router {r} still has its primary on {chassis.host}"
-            for r in after.primaries_of(chassis.id)
-        )
+    side = _Gateways(ctx, request, canary=1)
+
+    def plan_on(world: OvnSnapshot) -> GatewayPlan:
+        chassis = _gated(world, request)
+        if not chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
+                f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
+            )
+        side.chassis = chassis
+        return plan_drain(world, chassis.id, request.action.value)
+
+    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
     return GatewayResult(request.action, (step,), problems=problems)
 
 
-def _gated(ctx: GatewayContext, request: GatewayRequest) -> OvnSnapshot:
-    """The world to plan on, unless every gateway chassis reads dead (a control plane fault)."""
-    world = ctx.observe()
+def _gated(world: OvnSnapshot, request: GatewayRequest) -> Agent:
+    """The request's chassis, unless every gateway chassis reads dead (a control plane
+    fault)."""
     if world.chassis and not any(c.alive for c in world.chassis):
         raise SafetyHaltError(
             "every gateway chassis reads dead: the control plane's fault (a southbound "
             "outage?), not the chassis'; nothing changed"
         )
-    return world
+    return world.find_chassis(request.agent)
 
 
-def _execute(
-    ctx: GatewayContext,
-    request: GatewayRequest,
-    world: OvnSnapshot,
-    plan: GatewayPlan,
-    canary: int = 0,
-) -> GatewayExecuted:
-    kept, note = cut_to_budget(plan.moves, request.move_budget, lambda m: m.router_id)
-    if note:
-        plan = replace(plan, moves=kept, warnings=(*plan.warnings, note))
-    names = {c.id: c.host for c in world.chassis} | {r.id: r.name for r in world.routers}
-    executor = GatewayExecutor(ctx.ovn, ctx.journal, ctx.clock, request.execution)
-    run = executor.run(
-        plan,
-        world.chassis_by_id,
-        args=_journal_args(request, names),
-        should_stop=ctx.should_stop,
-        canary=canary,
-    )
-    return GatewayExecuted(plan, world, run)
+@dataclass
+class _Gateways:
+    """The gateway side of the flow (``l3ha.operations.flow``): an evacuation first closes
+    interrupted gateway moves (``short``: the routers they left short of a chassis);
+    ``canary``: the leading moves written before the rest."""
 
+    ctx: GatewayContext
+    request: GatewayRequest
+    canary: int = 0
+    chassis: Agent | None = None  # the chassis acted on, once planned
+    short: frozenset[str] = frozenset()
 
-def _journal_args(request: GatewayRequest, names: dict[str, str]) -> dict[str, object]:
-    """What the journal records with the operation, as ``operation_args`` records it for the
-    other kinds (whose request types it names)."""
-    asked = {"command": request.action.value, "agent": request.agent}
-    return asked | dict(request.journal_args) | {NAMES: names}
+    def recover(self) -> bool:
+        if self.ctx.journal is None or self.request.action is not GatewayAction.EVACUATE:
+            return True
+        lines, self.short = recover_gateways(
+            self.ctx.ovn, self.ctx.journal, dry_run=self.request.dry_run
+        )
+        for line in lines:
+            self.ctx.notify(f"interrupted gateway move closed: {line}")
+        return True
 
+    def observe(self) -> OvnSnapshot:
+        return self.ctx.observe()
 
-def _verify(ctx: GatewayContext, chassis_id: str, min_chassis: int) -> tuple[str, ...]:
-    """Read the cloud again: no group holds the chassis; every router keeps as many live
-    chassis as the cloud allows, up to ``min_chassis``."""
-    world = ctx.ovn.read_ovn_snapshot()
-    problems = [
-        f"router {r} still has gateway chassis {chassis_id}" for r in world.routers_of(chassis_id)
-    ]
-    live = sum(1 for c in world.chassis if c.alive and c.id != chassis_id)
-    wanted = min(min_chassis, live)
-    for router in world.routers:
-        group = world.group(router.id)
-        have = len(world.live_chassis(router.id))
-        if group and have < wanted:
-            problems.append(f"router {router.id} has {have} live gateway chassis (wanted {wanted})")
-    return tuple(problems)
+    def execute(self, world: OvnSnapshot, plan: GatewayPlan) -> GatewayExecuted:
+        ctx, request = self.ctx, self.request
+        plan = within_budget(plan, request.move_budget, lambda m: m.router_id)
+        names = {c.id: c.host for c in world.chassis} | {r.id: r.name for r in world.routers}
+        executor = GatewayExecutor(ctx.ovn, ctx.journal, ctx.clock, request.execution)
+        run = executor.run(
+            plan,
+            world.chassis_by_id,
+            args=operation_args(request, names),
+            should_stop=ctx.should_stop,
+            canary=self.canary,
+        )
+        return GatewayExecuted(plan, world, run)
+
+    def verify(self, _step: GatewayExecuted) -> tuple[str, ...]:
+        if self.request.action is GatewayAction.EVACUATE:
+            return self.verify_evacuated()
+        return self.verify_drained()
+
+    def verify_drained(self) -> tuple[str, ...]:
+        """Read the cloud again: no router keeps its primary on the drained chassis."""
+        assert self.chassis is not None
+        after = self.ctx.ovn.read_ovn_snapshot()
+        return tuple(
+            f"router {r} still has its primary on {self.chassis.host}"
+            for r in after.primaries_of(self.chassis.id)
+        )
+
+    def verify_evacuated(self) -> tuple[str, ...]:
+        """Read the cloud again: no group holds the chassis; every router keeps as many live
+        chassis as the cloud allows, up to ``min_chassis``."""
+        assert self.chassis is not None
+        world = self.ctx.ovn.read_ovn_snapshot()
+        chassis_id = self.chassis.id
+        problems = [
+            f"router {r} still has gateway chassis {chassis_id}"
+            for r in world.routers_of(chassis_id)
+        ]
+        live = sum(1 for c in world.chassis if c.alive and c.id != chassis_id)
+        wanted = min(self.request.min_chassis, live)
+        for router in world.routers:
+            group = world.group(router.id)
+            have = len(world.live_chassis(router.id))
+            if group and have < wanted:
+                problems.append(
+                    f"router {router.id} has {have} live gateway chassis (wanted {wanted})"
+                )
+        return tuple(problems)

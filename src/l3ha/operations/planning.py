@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
@@ -26,6 +26,16 @@ from l3ha.planner import (
 )
 
 M = TypeVar("M")
+
+
+class _Budgeted(Protocol):
+    @property
+    def moves(self) -> Sequence[Any]: ...
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+
+
+PlanT = TypeVar("PlanT", bound=_Budgeted)
 
 #: What the fleet gate's refusal says each action would have done.
 _GATE_WORDS = {Action.HA_REPAIR: "repair HA routers"}
@@ -174,18 +184,17 @@ def _ha_only(plan: Plan, snapshot: Snapshot) -> Plan:
     )
 
 
-def within_budget(plan: Plan, budget: int | None) -> Plan:
-    """The leading moves of ``plan`` that fit ``budget`` (None: all), whole routers only
-    (``cut_to_budget``); what is left out waits for a later cycle, said in a warning."""
-    kept, note = cut_to_budget(plan.moves, budget, lambda m: m.router_id)
+def within_budget(
+    plan: PlanT, budget: int | None, object_of: Callable[[Any], str] = lambda m: m.router_id
+) -> PlanT:
+    """The leading moves of a plan of any kind that fit ``budget`` (None: all), whole
+    objects only (``cut_to_budget``; ``object_of``: a move's object, routers by default);
+    what is left out waits for a later cycle, said in a warning."""
+    kept, note = cut_to_budget(plan.moves, budget, object_of)
     if not note:
         return plan
-    return replace(
-        plan,
-        moves=kept,
-        canary=min(plan.canary, len(kept)),
-        warnings=(*plan.warnings, note),
-    )
+    canary = {"canary": min(plan.canary, len(kept))} if isinstance(plan, Plan) else {}
+    return replace(plan, moves=kept, warnings=(*plan.warnings, note), **canary)  # type: ignore[type-var]
 
 
 def cut_to_budget(
