@@ -1,10 +1,12 @@
-"""The two kinds of placement as the behaviour suite drives them (not a test module).
+"""The three kinds of placement as the behaviour suite drives them (not a test module).
 
 Each harness runs an action of its kind through the operations layer (the
 same code the command line, the daemon and rolling call) and reduces what
 came back to the facts the shared semantics speak about: exit code, move
 outcomes, warnings, problems. It also knows how to leave the journal and the
-cloud as a ``kill -9`` in the middle of one move would.
+cloud as a ``kill -9`` in the middle of one move would, which emulated cloud it runs
+on (``settings``: L3 and DHCP agents on ``net-1``..``net-4``, or ML2/OVN gateway chassis
+``gw-1``..``gw-4``) and how a node dies there.
 """
 
 from __future__ import annotations
@@ -17,16 +19,28 @@ from typing import Any, Protocol
 from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import NeutronCloud
 from l3ha.cloud.dhcp import NeutronDhcp
+from l3ha.cloud.ovn import NeutronOvn
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpSnapshot, usable
 from l3ha.emulator import Emulator
+from l3ha.emulator.testing import FAST
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.dhcp_steps import journal_move
+from l3ha.executor.gateway_steps import journal_move as journal_gateway_move
 from l3ha.journal import Journal, MoveStep
 from l3ha.model import Move, MoveKind, Snapshot
 from l3ha.operations.actions import run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
-from l3ha.operations.request import Action, ActionRequest, DhcpAction, DhcpRequest
+from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain, evacuate
+from l3ha.operations.request import (
+    Action,
+    ActionRequest,
+    DhcpAction,
+    DhcpRequest,
+    OperationResult,
+)
+from l3ha.ovn_model import OvnSnapshot
+from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
 
 #: Executor options of the suite: one move at a time, so "started" is countable.
 OPTIONS = ExecutorOptions(
@@ -34,14 +48,29 @@ OPTIONS = ExecutorOptions(
 )
 
 
+#: ``FAST`` agents (pre-calibration timing), both agent kinds on four nodes.
+AGENTS_CLOUD: dict[str, object] = {
+    **FAST,
+    "agents": 4,
+    "routers": 24,
+    "dhcp_agents": 4,
+    "networks": 24,
+    "dhcp_network_time": 0.03,
+    "seed": 5,
+}
+#: ML2/OVN: four gateway chassis, every router's group on all of them.
+OVN_CLOUD: dict[str, object] = {**FAST, "ovn": True, "ovn_chassis": 4, "routers": 12, "seed": 5}
+
+
 @dataclass
 class Env:
-    """The emulator and both views of it through the adapter."""
+    """The emulator and its views through the adapter."""
 
     emu: Emulator
     cloud: NeutronCloud
     dhcp: NeutronDhcp
     state_dir: Path
+    ovn: NeutronOvn
 
     def journal(self) -> Journal:
         return Journal(self.state_dir)
@@ -65,6 +94,13 @@ class Kind(Protocol):
     name: str
     cli: tuple[str, ...]  # the command prefix: ``l3ha [dhcp] evacuate ...``
     noun: str
+    settings: dict[str, object]  # the emulated cloud it runs on
+    nodes: tuple[str, ...]  # its agents' (chassis') hosts
+    disables: bool  # a drain disables the agent (Neutron refuses to disable an OVN agent)
+    refused_alive: str  # what the refusal to evacuate a live agent says
+
+    def kill(self, env: Env, host: str) -> None: ...
+    def revive(self, env: Env, host: str) -> None: ...
 
     def on(self, env: Env, host: str) -> set[str]: ...
     def alive(self, env: Env, host: str) -> bool: ...
@@ -104,7 +140,33 @@ class Ask:
     stale: object | None = None
 
 
+def _ran(
+    result: OperationResult[Any, Any], notices: list[str], same: dict[str, str] | None = None
+) -> Ran:
+    """What an action of any kind reported (``same``: outcomes that mean another)."""
+    runs = [e.run for e in result.executed]
+    same = same or {}
+    return Ran(
+        result.exit_code,
+        tuple(same.get(r.outcome, r.outcome.value) for run in runs for r in run.results),
+        tuple(w for run in runs for w in run.warnings),
+        result.problems,
+        tuple(notices),
+    )
+
+
 class _Kind:
+    settings = AGENTS_CLOUD
+    nodes = ("net-1", "net-2", "net-3", "net-4")
+    disables = True
+    refused_alive = "alive and enabled"
+
+    def kill(self, env: Env, host: str) -> None:
+        env.emu.faults.kill_agent(host)
+
+    def revive(self, env: Env, host: str) -> None:
+        env.emu.faults.revive_agent(host)
+
     def act(self, env: Env, action: str, host: str, journal: Journal | None, **how: Any) -> Ran:
         """Run ``action`` on ``host`` (``how``: the other fields of ``Ask``)."""
         return self.run(env, Ask(action, host, journal, **how))
@@ -171,14 +233,7 @@ class RouterKind(_Kind):
             Action(ask.action), agent=ask.host, execution=ask.options, move_budget=ask.budget
         )
         result = run_action(ctx, request)
-        runs = result.runs
-        return Ran(
-            result.exit_code,
-            tuple(r.outcome.value for run in runs for r in run.results),
-            tuple(w for run in runs for w in run.warnings),
-            result.problems,
-            tuple(notices),
-        )
+        return _ran(result, notices)
 
     def crash_mid_move(self, env: Env, journal: Journal, host: str, target_host: str) -> str:
         """A move journalled and half written (unbound from the source, not yet bound)."""
@@ -254,14 +309,7 @@ class DhcpKind(_Kind):
             move_budget=ask.budget,
         )
         result = run_dhcp_action(ctx, request)
-        runs = [e.run for e in result.executed]
-        return Ran(
-            result.exit_code,
-            tuple(r.outcome.value for run in runs for r in run.results),
-            tuple(w for run in runs for w in getattr(run, "warnings", ())),
-            result.problems,
-            tuple(notices),
-        )
+        return _ran(result, notices)
 
     def crash_mid_move(self, env: Env, journal: Journal, host: str, target_host: str) -> str:
         """A move journalled and half written (added to the target, source not removed)."""
@@ -278,5 +326,73 @@ class DhcpKind(_Kind):
         return network
 
 
-KINDS: tuple[Kind, ...] = (RouterKind(), DhcpKind())
-SNAPSHOT_TYPES = (Snapshot, DhcpSnapshot)
+#: Gateway outcomes that take a router off the evacuated chassis, as "moved" does.
+_OFF_THE_CHASSIS = {"replaced": "moved", "removed": "moved"}
+
+
+class GatewayKind(_Kind):
+    name = "gateway"
+    cli: tuple[str, ...] = ()
+    noun = "gateway"  # as history names its moves: a router's gateway
+    settings = OVN_CLOUD
+    nodes = ("gw-1", "gw-2", "gw-3", "gw-4")
+    disables = False
+    refused_alive = "is alive: evacuate is for a dead chassis"
+
+    def kill(self, env: Env, host: str) -> None:
+        env.emu.faults.kill_chassis(host)
+
+    def revive(self, env: Env, host: str) -> None:
+        env.emu.faults.revive_chassis(host)
+
+    def on(self, env: Env, host: str) -> set[str]:
+        snap = env.ovn.read_ovn_snapshot()
+        return set(snap.routers_of(snap.find_chassis(host).id))
+
+    def alive(self, env: Env, host: str) -> bool:
+        return env.ovn.read_ovn_snapshot().find_chassis(host).alive
+
+    def stale(self, env: Env) -> object:
+        return env.ovn.read_ovn_snapshot()
+
+    def hosts_of(self, env: Env, obj: str) -> set[str]:
+        """Where the router's gateway runs: its primary chassis."""
+        snap = env.ovn.read_ovn_snapshot()
+        primary = snap.primary(obj)
+        return set() if primary is None else {snap.chassis_by_id[primary].host}
+
+    def run(self, env: Env, ask: Ask) -> Ran:
+        notices: list[str] = []
+        observe = _once_then_fresh(ask.stale, env.ovn.read_ovn_snapshot)
+        ctx = GatewayContext(
+            env.ovn,
+            ask.journal,
+            SystemClock(),
+            notices.append,
+            observer=observe,  # type: ignore[arg-type]
+            should_stop=ask.should_stop,
+        )
+        action = GatewayAction(ask.action)
+        request = GatewayRequest(action, ask.host, execution=ask.options, move_budget=ask.budget)
+        result = (evacuate if action is GatewayAction.EVACUATE else drain)(ctx, request)
+        return _ran(result, notices, _OFF_THE_CHASSIS)
+
+    def crash_mid_move(self, env: Env, journal: Journal, host: str, target_host: str) -> str:
+        """A move journalled and half written (the dead chassis removed, the replacement
+        not yet added)."""
+        snap: OvnSnapshot = env.ovn.read_ovn_snapshot()
+        source, target = snap.find_chassis(host).id, snap.find_chassis(target_host).id
+        router = sorted(snap.routers_of(source))[0]
+        env.ovn.remove(router, target)  # so the replacement is needed
+        move = GatewayMove(router, GatewayMoveKind.REPLACE, source, target, 0, "evacuate")
+        args = {"command": "evacuate", "agent": host}
+        op, (move_id,) = journal.begin_operation("ovn-evacuate", args, [journal_gateway_move(move)])
+        journal.record_step(move_id, MoveStep.INTENT, target=target)
+        env.ovn.remove(router, source)
+        journal.record_step(move_id, MoveStep.UNBOUND)
+        journal.abandon(op)  # the process is gone
+        return router
+
+
+KINDS: tuple[Kind, ...] = (RouterKind(), DhcpKind(), GatewayKind())
+SNAPSHOT_TYPES = (Snapshot, DhcpSnapshot, OvnSnapshot)

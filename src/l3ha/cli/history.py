@@ -28,6 +28,7 @@ from l3ha.journal.history import (
     MOVE_COLUMNS,
     MOVE_ID_COLUMNS,
     MOVE_LONG_COLUMNS,
+    OBJECT_COLUMNS,
     OPERATION_COLUMNS,
     move_row,
     operation_record,
@@ -121,8 +122,9 @@ def _show(journal: Any, args: argparse.Namespace) -> int:
 
 
 def _move_keys(moves: list[dict[str, object]], with_ids: bool = False) -> list[str]:
-    """The move columns: ``network`` only when there are DHCP moves, ``router`` only when
-    there are router moves (or no moves); ``with_ids``: the id columns too."""
-    kinds = {"router" if "router" in r else "network" for r in moves} or {"router"}
+    """The move columns: ``network`` only when there are DHCP moves, ``gateway`` only when
+    there are OVN gateway moves, ``router`` only when there are router moves (or no
+    moves); ``with_ids``: the id columns too."""
+    kinds = {next(c for c in OBJECT_COLUMNS if c in r) for r in moves} or {"router"}
     columns = [*MOVE_COLUMNS, *(MOVE_ID_COLUMNS if with_ids else ())]
-    return [c for c in columns if c.removesuffix("_id") not in {"router", "network"} - kinds]
+    return [c for c in columns if c.removesuffix("_id") not in set(OBJECT_COLUMNS) - kinds]

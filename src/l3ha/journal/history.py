@@ -33,14 +33,16 @@ OPERATION_COLUMNS = (
     "moves",
     "results",
 )
-#: Columns of the per-move rows, in order (``network`` only for DHCP moves).
+#: What a move places, by its ``ObjectKind`` (each a column of the per-move rows).
+OBJECT_COLUMNS = ("router", "network", "gateway")
+#: Columns of the per-move rows, in order (``network`` only for DHCP moves, ``gateway``
+#: only for OVN gateway moves).
 MOVE_COLUMNS = (
     "operation",
     "kind",
     "started",
     "status",
-    "router",
-    "network",
+    *OBJECT_COLUMNS,
     "move",
     "source",
     "target",
@@ -51,7 +53,7 @@ MOVE_COLUMNS = (
     "updated",
 )
 #: The id columns ``--long`` adds to the per-move rows.
-MOVE_ID_COLUMNS = ("router_id", "network_id", "source_id", "target_id")
+MOVE_ID_COLUMNS = (*(f"{c}_id" for c in OBJECT_COLUMNS), "source_id", "target_id")
 #: The columns only ``--long`` shows: the ids, and what the operation's row already says.
 MOVE_LONG_COLUMNS = (*MOVE_ID_COLUMNS, "started", "status", "detail")
 
@@ -106,7 +108,7 @@ def move_row(op: OperationRecord, mv: MoveRecord) -> dict[str, object]:
         "kind": op.kind,
         "started": op.started,
         "status": op.status.value,
-        mv.object_kind.value: name(mv.object_id),  # "router" or "network"
+        mv.object_kind.value: name(mv.object_id),  # one of OBJECT_COLUMNS
         f"{mv.object_kind.value}_id": mv.object_id,
         "move": mv.kind,
         "source": name(mv.source),
