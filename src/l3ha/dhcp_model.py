@@ -21,7 +21,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
-from l3ha.model import Agent, group_by
+from l3ha.model import Agent, AgentView, group_by
 
 DHCP_AGENT_TYPE = "DHCP agent"
 DHCP_PORT_OWNER = "network:dhcp"
@@ -85,19 +85,14 @@ class OtherAgent:
 
 
 @dataclass(frozen=True)
-class DhcpSnapshot:
+class DhcpSnapshot(AgentView):
     """DHCP agents, networks, bindings and DHCP ports as observed at one moment."""
 
-    agents: tuple[Agent, ...]
     networks: tuple[Network, ...]
     bindings: tuple[DhcpBinding, ...]
     ports: tuple[DhcpPort, ...] = ()
     other_agents: tuple[OtherAgent, ...] = ()
     observed_at: str = ""
-
-    @cached_property
-    def agents_by_id(self) -> Mapping[str, Agent]:
-        return {a.id: a for a in self.agents}
 
     @cached_property
     def networks_by_id(self) -> Mapping[str, Network]:

@@ -100,21 +100,27 @@ class Binding:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class AgentView:
+    """What the snapshots of every kind of agent share: the agents, indexed by id."""
+
+    agents: tuple[Agent, ...]
+
+    @cached_property
+    def agents_by_id(self) -> Mapping[str, Agent]:
+        return {a.id: a for a in self.agents}
+
+
+@dataclass(frozen=True)
+class Snapshot(AgentView):
     """The cloud as observed at one moment: agents, routers and their bindings.
 
     ``observed_at`` is the observer's UTC wall time in ISO 8601 form.
     Look-ups are indexed lazily; the snapshot itself never changes.
     """
 
-    agents: tuple[Agent, ...]
     routers: tuple[Router, ...]
     bindings: tuple[Binding, ...]
     observed_at: str = ""
-
-    @cached_property
-    def agents_by_id(self) -> Mapping[str, Agent]:
-        return {a.id: a for a in self.agents}
 
     @cached_property
     def routers_by_id(self) -> Mapping[str, Router]:

@@ -3,7 +3,9 @@
 ``run_action(ctx, request)`` dispatches to ``evacuate``, ``drain``,
 ``undrain``, ``migrate``, ``rebalance``, ``repair`` and ``ha_repair``; the
 command line, the watch daemon and rolling maintenance all call these, so an
-action behaves the same whoever asks. Every write goes through the executor
+action behaves the same whoever asks. The planned actions and a drain's first pass
+run through the flow every kind shares (``l3ha.operations.flow``), the rest of a
+drain through ``l3ha.operations.drain``. Every write goes through the executor
 (router moves and agent changes alike), so dry run, the journal and
 read-back cover all of it. Gates raise ``SafetyHaltError`` before anything
 is written; notices for the operator go to ``ctx.notify``.

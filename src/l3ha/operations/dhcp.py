@@ -1,14 +1,14 @@
 """The DHCP actions: evacuate, drain, undrain, repair, return. I/O: cloud, journal (via context).
 
-``run_dhcp_action(ctx, request)`` runs one action as every router action
-runs: finish interrupted DHCP operations (from the cloud's state), observe,
-gate (the fleet gate over the DHCP agents: many dead at once means the
-message bus, not the agents), plan (``l3ha.planner.dhcp``), execute (every
-write through ``l3ha.executor.dhcp``; dry run there), verify (nothing
-reported moved is still on the source, and no network that had DHCP lost
-it). The command line, the watch daemon and ``l3ha rolling`` (which returns
-a restored host's networks to it) call this. Gates raise
-``SafetyHaltError`` (exit 3), bad references ``NotFoundError`` /
+``run_dhcp_action(ctx, request)`` runs one action through the flow every
+kind shares (``l3ha.operations.flow``): finish interrupted DHCP operations
+(from the cloud's state), observe, gate (the fleet gate over the DHCP agents:
+many dead at once means the message bus, not the agents), plan
+(``l3ha.planner.dhcp``), execute (every write through ``l3ha.executor.dhcp``;
+dry run there), verify (nothing reported moved is still on the source, and no
+network that had DHCP lost it). The command line, the watch daemon and ``l3ha
+rolling`` (which returns a restored host's networks to it) call this. Gates
+raise ``SafetyHaltError`` (exit 3), bad references ``NotFoundError`` /
 ``AmbiguousError`` (exit 2), before anything is written.
 """
 

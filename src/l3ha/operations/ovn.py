@@ -6,8 +6,9 @@ router would keep fewer than ``min_chassis`` live chassis (``l3ha.planner.gatewa
 Interrupted gateway operations are closed first (``recover_gateways``).
 Gates: a live chassis is refused (moving its primaries is a drain, not an evacuation),
 and so is a cloud where every gateway chassis reads dead at once (a southbound outage
-looks so: the control plane's fault, not the chassis'). The results use the generic
-``PlanExecuted`` and ``OperationResult`` every kind shares.
+looks so: the control plane's fault, not the chassis'). Both run through the flow every
+kind shares (``l3ha.operations.flow``), over the context, results and budget cut every
+kind shares too.
 
 ``drain CHASSIS`` (a live chassis) moves its primaries away one graceful priority change
 each, the first router alone as a canary, then lowers the chassis to the bottom of every
