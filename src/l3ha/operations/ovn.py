@@ -157,7 +157,7 @@ class _Gateways:
 
     def execute(self, world: OvnSnapshot, plan: GatewayPlan) -> GatewayExecuted:
         ctx, request = self.ctx, self.request
-        plan = within_budget(plan, request.move_budget, lambda m: m.router_id)
+        plan = within_budget(plan, request.move_budget)  # whole routers
         names = {c.id: c.host for c in world.chassis} | {r.id: r.name for r in world.routers}
         executor = GatewayExecutor(ctx.ovn, ctx.journal, ctx.clock, request.execution)
         run = executor.run(
