@@ -150,14 +150,9 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
     for agent in sorted(snapshot.agents, key=lambda a: a.host):
         hosted = snapshot.bindings_of_agent(agent.id)
         if not agent.alive and hosted:
-            out.append(
-                Problem(
-                    Severity.CRITICAL,
-                    "dead_agent_hosting_routers",
-                    f"dead agent {agent.host} hosts {len(hosted)} router(s)",
-                    tuple(b.router_id for b in hosted),
-                )
-            )
+            ids = tuple(b.router_id for b in hosted)
+            detail = f"dead agent {agent.host} hosts {len(ids)} router(s)"
+            out.append(Problem(Severity.CRITICAL, "dead_agent_hosting_routers", detail, ids))
         elif not agent.admin_state_up:
             dark = [
                 b.router_id
@@ -166,15 +161,10 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
                 and not snapshot.routers_by_id[b.router_id].ha
             ]
             if dark:
-                out.append(
-                    Problem(
-                        Severity.CRITICAL,
-                        "disabled_agent_hosting_routers",
-                        f"disabled agent {agent.host} hosts {len(dark)} non-HA router(s), "
-                        "which it has torn down",
-                        tuple(dark),
-                    )
-                )
+                words = f"disabled agent {agent.host} hosts {len(dark)} non-HA router(s), "
+                detail = words + "which it has torn down"
+                kind = "disabled_agent_hosting_routers"
+                out.append(Problem(Severity.CRITICAL, kind, detail, tuple(dark)))
     return out
 
 
@@ -221,14 +211,9 @@ def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) ->
     allowed = max(mean * (1 + threshold_pct / 100), mean + granularity)
     if load[busiest] <= allowed:
         return []
-    return [
-        Problem(
-            Severity.WARNING,
-            "imbalance",
-            f"agent {busiest} carries load {load[busiest]}, mean is {mean:.1f} "
-            f"(threshold {threshold_pct}%); run 'l3ha rebalance'",
-        )
-    ]
+    detail = f"agent {busiest} carries load {load[busiest]}, mean is {mean:.1f} "
+    detail += f"(threshold {threshold_pct}%); run 'l3ha rebalance'"
+    return [Problem(Severity.WARNING, "imbalance", detail)]
 
 
 def _halt_problems(halts: Any, kind: str, words: str) -> list[Problem]:
@@ -260,39 +245,19 @@ def watch_problems(
         return _not_watching(None, expect_daemon) if expect_daemon else []
     if status.get("state") == "stopped":
         return _not_watching(status, expect_daemon)
-    out = []
-    updated = float(status.get("updated", 0.0))
-    interval = float(status.get("interval", 10.0))
-    age = now - updated
-    if age > 3 * interval + 30:
-        out.append(
-            Problem(
-                Severity.WARNING,
-                "watch_stale",
-                f"the watch daemon's status is {age:.0f} s old: is 'l3ha watch' running?",
-            )
-        )
-        return out
-    out += _halt_problems(status.get("halts"), "watch_halt", "watch halted")
+    age = now - float(status.get("updated", 0.0))
+    if age > 3 * float(status.get("interval", 10.0)) + 30:
+        detail = f"the watch daemon's status is {age:.0f} s old: is 'l3ha watch' running?"
+        return [Problem(Severity.WARNING, "watch_stale", detail)]
+    out = _halt_problems(status.get("halts"), "watch_halt", "watch halted")
     dhcp = status.get("dhcp")
     if isinstance(dhcp, Mapping):
         out += _halt_problems(dhcp.get("halts"), "watch_dhcp_halt", "watch halted DHCP")
         if dhcp.get("read_error"):
-            out.append(
-                Problem(
-                    Severity.WARNING,
-                    "watch_dhcp_read_failed",
-                    f"watch could not read the DHCP agents: {dhcp['read_error']}",
-                )
-            )
-    partitioned = [str(h) for h in status.get("partitioned") or []]
+            detail = f"watch could not read the DHCP agents: {dhcp['read_error']}"
+            out.append(Problem(Severity.WARNING, "watch_dhcp_read_failed", detail))
+    partitioned = ", ".join(str(h) for h in status.get("partitioned") or [])
     if partitioned:
-        out.append(
-            Problem(
-                Severity.WARNING,
-                "watch_partitioned",
-                f"agent(s) cut off from the control plane but still forwarding: "
-                f"{', '.join(partitioned)}",
-            )
-        )
+        detail = f"agent(s) cut off from the control plane but still forwarding: {partitioned}"
+        out.append(Problem(Severity.WARNING, "watch_partitioned", detail))
     return out

@@ -72,15 +72,9 @@ def _agent_findings(snapshot: DhcpSnapshot) -> list[Problem]:
         if usable(agent) or not hosted:
             continue
         state = "dead" if not agent.alive else "disabled"
-        findings.append(
-            Problem(
-                Severity.WARNING,
-                f"{state}_agent",
-                f"{state} DHCP agent on {agent.host} still hosts {len(hosted)} network(s)",
-                hosted,
-                agent_id=agent.id,
-            )
-        )
+        detail = f"{state} DHCP agent on {agent.host} still hosts {len(hosted)} network(s)"
+        kind = f"{state}_agent"
+        findings.append(Problem(Severity.WARNING, kind, detail, hosted, agent_id=agent.id))
     return findings
 
 
