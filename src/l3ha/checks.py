@@ -1,4 +1,5 @@
-"""The health check behind ``l3ha check``: one status line and an exit code. Pure.
+"""The health check behind ``l3ha check``, and the one finding machinery of every report.
+Pure.
 
 Covers dead agents that still host routers (and disabled agents hosting
 non-HA routers, which they tear down), unhosted routers, HA routers with
@@ -7,11 +8,17 @@ imbalance beyond a threshold (weighted load, as the planner balances it: busy
 routers count more). The result follows the Nagios/Icinga plugin
 convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and a status line with
 performance data after ``|``.
+
+``Problem`` (a finding), ``CheckResult`` (the findings, their severity and
+exit code, the status line and the document of ``-f json|yaml``) and
+``about`` serve every report alike: ``l3ha check``, the DHCP audit
+(``dhcp_audit``, in its ``Style``) and the ML2/OVN gateway check
+(``ovn_checks``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,36 +32,79 @@ ALL_CLEAR = "all routers hosted on live agents, HA routers healthy, load balance
 
 @dataclass(frozen=True)
 class Problem:
-    """One line of a check's details."""
+    """One finding of a report: one line of its details."""
 
     severity: Severity
     kind: str
     detail: str
-    router_ids: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()  # the routers (networks) it is about
     leads: bool = False  # said first in the status line, whatever its severity (a halt)
+    agent_id: str = ""  # the agent it is about, if one
+
+    def as_dict(self, style: Style) -> dict[str, object]:
+        doc: dict[str, object] = {"severity": self.severity.name, "kind": self.kind}
+        doc.update(detail=self.detail, **{style.ids: list(self.ids)})
+        return {**doc, "agent": self.agent_id} if style.agents else doc
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a report speaks: its name, its all-clear, which findings its line shows (the worst
+    only, or the first three whatever their severity) and its document's keys."""
+
+    title: str = "L3HA"
+    all_clear: str = ALL_CLEAR
+    worst_only: bool = True
+    items: str = "problems"
+    ids: str = "routers"
+    agents: bool = False
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The check's verdict, its problems and its performance data."""
+    """A report's verdict, its problems and its performance data."""
 
     severity: Severity
     problems: tuple[Problem, ...]
     perfdata: dict[str, int] = field(default_factory=dict)
+    style: Style = Style()
 
     def status_line(self) -> str:
         """``L3HA CRITICAL - ... | key=value ...``"""
         if self.severity is Severity.OK:  # what an OK check has to say, after the all-clear
-            text = "; ".join([ALL_CLEAR, *(p.detail for p in self.problems)])
+            text = "; ".join([self.style.all_clear, *(p.detail for p in self.problems)])
         else:
             leading = [p for p in self.problems if p.leads]
-            worst = [p for p in self.problems if p.severity == self.severity and not p.leads]
-            shown = [*leading, *worst][: max(3, len(leading))]
+            worst_only = self.style.worst_only
+            rest = [p for p in self.problems if not p.leads]
+            rest = [p for p in rest if p.severity == self.severity or not worst_only]
+            shown = [*leading, *rest][: max(3, len(leading))]
             text = "; ".join(p.detail for p in shown)
             if len(self.problems) > len(shown):
                 text += f" (+{len(self.problems) - len(shown)} more)"
         perf = " ".join(f"{k}={v}" for k, v in self.perfdata.items())
-        return f"L3HA {self.severity.name} - {text} | {perf}"
+        return f"{self.style.title} {self.severity.name} - {text} | {perf}"
+
+    def document(self) -> dict[str, object]:
+        """Every problem as data (``-f json|yaml``)."""
+        return {
+            "status": self.severity.name,
+            "summary": self.status_line(),
+            self.style.items: [p.as_dict(self.style) for p in self.problems],
+            "perfdata": self.perfdata,
+        }
+
+
+def worst(problems: Sequence[Problem]) -> Severity:
+    """The severity of the worst problem (OK when there is none)."""
+    return max((p.severity for p in problems), default=Severity.OK)
+
+
+def about(
+    severity: Severity, kind: str, ids: Sequence[str], words: str, noun: str = "router"
+) -> Problem:
+    """A problem of ``ids``: "N router(s) <words>"."""
+    return Problem(severity, kind, f"{len(ids)} {noun}(s) {words}", tuple(ids))
 
 
 def run_check(
@@ -80,7 +130,6 @@ def run_check(
     ha_findings = audit_ha_routers(snapshot, replicas=replicas)
     problems += _ha_problems(ha_findings)
     problems += _imbalance(snapshot, imbalance_threshold, weights or WeightPolicy())
-    severity = max((p.severity for p in problems), default=Severity.OK)
     perf = {
         "agents": len(snapshot.agents),
         "dead_agents": sum(1 for a in snapshot.agents if not a.alive),
@@ -88,7 +137,7 @@ def run_check(
         "unhosted": len(snapshot.unhosted_routers()),
         "ha_findings": len(ha_findings),
     }
-    return CheckResult(severity, tuple(problems), perf)
+    return CheckResult(worst(problems), tuple(problems), perf)
 
 
 def _dead_agents(snapshot: Snapshot) -> list[Problem]:
@@ -101,14 +150,9 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
     for agent in sorted(snapshot.agents, key=lambda a: a.host):
         hosted = snapshot.bindings_of_agent(agent.id)
         if not agent.alive and hosted:
-            out.append(
-                Problem(
-                    Severity.CRITICAL,
-                    "dead_agent_hosting_routers",
-                    f"dead agent {agent.host} hosts {len(hosted)} router(s)",
-                    tuple(b.router_id for b in hosted),
-                )
-            )
+            ids = tuple(b.router_id for b in hosted)
+            detail = f"dead agent {agent.host} hosts {len(ids)} router(s)"
+            out.append(Problem(Severity.CRITICAL, "dead_agent_hosting_routers", detail, ids))
         elif not agent.admin_state_up:
             dark = [
                 b.router_id
@@ -117,15 +161,10 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
                 and not snapshot.routers_by_id[b.router_id].ha
             ]
             if dark:
-                out.append(
-                    Problem(
-                        Severity.CRITICAL,
-                        "disabled_agent_hosting_routers",
-                        f"disabled agent {agent.host} hosts {len(dark)} non-HA router(s), "
-                        "which it has torn down",
-                        tuple(dark),
-                    )
-                )
+                words = f"disabled agent {agent.host} hosts {len(dark)} non-HA router(s), "
+                detail = words + "which it has torn down"
+                kind = "disabled_agent_hosting_routers"
+                out.append(Problem(Severity.CRITICAL, kind, detail, tuple(dark)))
     return out
 
 
@@ -133,8 +172,8 @@ def _unhosted(snapshot: Snapshot) -> list[Problem]:
     unhosted = snapshot.unhosted_routers()
     if not unhosted:
         return []
-    ids = tuple(r.id for r in unhosted)
-    return [Problem(Severity.CRITICAL, "unhosted", f"{len(ids)} router(s) have no agent", ids)]
+    ids = [r.id for r in unhosted]
+    return [about(Severity.CRITICAL, "unhosted", ids, "have no agent")]
 
 
 def _ha_problems(findings: list[Finding]) -> list[Problem]:
@@ -172,14 +211,9 @@ def _imbalance(snapshot: Snapshot, threshold_pct: int, weights: WeightPolicy) ->
     allowed = max(mean * (1 + threshold_pct / 100), mean + granularity)
     if load[busiest] <= allowed:
         return []
-    return [
-        Problem(
-            Severity.WARNING,
-            "imbalance",
-            f"agent {busiest} carries load {load[busiest]}, mean is {mean:.1f} "
-            f"(threshold {threshold_pct}%); run 'l3ha rebalance'",
-        )
-    ]
+    detail = f"agent {busiest} carries load {load[busiest]}, mean is {mean:.1f} "
+    detail += f"(threshold {threshold_pct}%); run 'l3ha rebalance'"
+    return [Problem(Severity.WARNING, "imbalance", detail)]
 
 
 def _halt_problems(halts: Any, kind: str, words: str) -> list[Problem]:
@@ -211,39 +245,19 @@ def watch_problems(
         return _not_watching(None, expect_daemon) if expect_daemon else []
     if status.get("state") == "stopped":
         return _not_watching(status, expect_daemon)
-    out = []
-    updated = float(status.get("updated", 0.0))
-    interval = float(status.get("interval", 10.0))
-    age = now - updated
-    if age > 3 * interval + 30:
-        out.append(
-            Problem(
-                Severity.WARNING,
-                "watch_stale",
-                f"the watch daemon's status is {age:.0f} s old: is 'l3ha watch' running?",
-            )
-        )
-        return out
-    out += _halt_problems(status.get("halts"), "watch_halt", "watch halted")
+    age = now - float(status.get("updated", 0.0))
+    if age > 3 * float(status.get("interval", 10.0)) + 30:
+        detail = f"the watch daemon's status is {age:.0f} s old: is 'l3ha watch' running?"
+        return [Problem(Severity.WARNING, "watch_stale", detail)]
+    out = _halt_problems(status.get("halts"), "watch_halt", "watch halted")
     dhcp = status.get("dhcp")
     if isinstance(dhcp, Mapping):
         out += _halt_problems(dhcp.get("halts"), "watch_dhcp_halt", "watch halted DHCP")
         if dhcp.get("read_error"):
-            out.append(
-                Problem(
-                    Severity.WARNING,
-                    "watch_dhcp_read_failed",
-                    f"watch could not read the DHCP agents: {dhcp['read_error']}",
-                )
-            )
-    partitioned = [str(h) for h in status.get("partitioned") or []]
+            detail = f"watch could not read the DHCP agents: {dhcp['read_error']}"
+            out.append(Problem(Severity.WARNING, "watch_dhcp_read_failed", detail))
+    partitioned = ", ".join(str(h) for h in status.get("partitioned") or [])
     if partitioned:
-        out.append(
-            Problem(
-                Severity.WARNING,
-                "watch_partitioned",
-                f"agent(s) cut off from the control plane but still forwarding: "
-                f"{', '.join(partitioned)}",
-            )
-        )
+        detail = f"agent(s) cut off from the control plane but still forwarding: {partitioned}"
+        out.append(Problem(Severity.WARNING, "watch_partitioned", detail))
     return out

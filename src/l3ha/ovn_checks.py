@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from l3ha.checks import CheckResult, Problem
+from l3ha.checks import CheckResult, Problem, about
 from l3ha.hastate.audit import Severity
 from l3ha.ovn_model import OvnSnapshot
 
@@ -66,7 +66,7 @@ def _groups(world: OvnSnapshot, wanted: int) -> list[Problem]:
 
 
 def _about(severity: Severity, kind: str, words: str, routers: list[str]) -> Problem:
-    return Problem(severity, kind, f"{len(routers)} router(s) {words}", tuple(sorted(routers)))
+    return about(severity, kind, sorted(routers), words)
 
 
 def _imbalance(world: OvnSnapshot, threshold_pct: int) -> list[Problem]:

@@ -39,7 +39,7 @@ def test_unhosted_router_is_critical() -> None:
     routers, bindings = _spread(4)
     result = run_check(Snapshot(AGENTS, (*routers, Router(id="lost")), bindings))
     assert result.severity == Severity.CRITICAL
-    assert [p.router_ids for p in result.problems if p.kind == "unhosted"] == [("lost",)]
+    assert [p.ids for p in result.problems if p.kind == "unhosted"] == [("lost",)]
 
 
 def test_split_brain_is_critical() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from l3ha.checks import worst
 from l3ha.daemon.decide import decide_dhcp, overlay
-from l3ha.dhcp_audit import audit_dhcp, worst
+from l3ha.dhcp_audit import audit_dhcp
 from l3ha.dhcp_model import DhcpBinding, DhcpSnapshot, Network
 from l3ha.hastate.audit import Severity
 from l3ha.health import Verdict
@@ -45,7 +46,7 @@ def test_the_audit_names_each_kind_of_problem() -> None:
         (DhcpBinding("dark", "d1"), DhcpBinding("extra", "d2"), DhcpBinding("extra", "d3")),
     )
     findings = audit_dhcp(snap, 1)
-    assert [(f.kind, f.network_ids) for f in findings] == [
+    assert [(f.kind, f.ids) for f in findings] == [
         ("no_dhcp", ("dark",)),
         ("above_count", ("extra",)),
         ("dead_agent", ("dark",)),

@@ -194,7 +194,13 @@ def test_resume_never_runs_a_command_twice_at_once(
     from l3ha.operations.rolling.command import group_alive
 
     with rollout(tmp_path, monkeypatch) as r:
-        command = r.script("upgrade.sh", UPGRADE.replace("sleep 2", "sleep 4"))
+        # The upgrade holds until the test releases it (at most 120 s), so the killed run's
+        # command is still running when the first resume looks, however loaded the machine.
+        release, log = tmp_path / "release", tmp_path / "commands.log"
+        hold = f'echo "start $HOST" >> "{log}"\n' \
+            f'for i in $(seq 1200); do [ -e "{release}" ] && break; sleep 0.1; done\n'  # fmt: skip
+        body = hold + UPGRADE.replace("sleep 2\n", "") + f'\necho "end $HOST" >> "{log}"'
+        command = r.script("upgrade.sh", body)
         child = r.start("--run", command)
 
         def running() -> bool:
@@ -209,10 +215,15 @@ def test_resume_never_runs_a_command_twice_at_once(
         assert code == 1, err
         assert "is still running; let it end, then resume" in doc["stopped"]
         pgid = next(s.detail["pgid"] for s in r.steps() if s.key.phase.value == "run")
-        wait_until(lambda: not group_alive(pgid), 30, "the first upgrade to end")
+        assert group_alive(pgid)
+        release.touch()
+        wait_until(lambda: not group_alive(pgid), 60, "the first upgrade to end")
         code, doc, err = r.run("--resume")
         assert code == 0, err
         assert [h["status"] for h in doc["hosts"]] == ["done", "done", "done"]
+        lines = log.read_text().split("\n")[:-1]
+        hosts = ["net-1", "net-1", "net-2", "net-3"]  # net-1's again: the killed attempt's
+        assert lines == [f"{edge} {h}" for h in hosts for edge in ("start", "end")], lines
 
 
 def test_pause_waits_for_the_operator_and_a_stop_keeps_the_host_drained(

@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
 from l3ha.cli.common import add_cloud_options, add_snapshot_option
 from l3ha.cli.output import emit_document
 from l3ha.errors import BadInputError, L3haError, UserError
+
+if TYPE_CHECKING:
+    from l3ha.checks import CheckResult
 
 UNKNOWN = 3
 
@@ -101,17 +104,27 @@ def _run_check(args: argparse.Namespace) -> int:
     try:
         return _check(args)
     except UserError as exc:
-        _unknown(args, str(exc))
+        report_unknown(args, str(exc))
         sys.stderr.write(f"l3ha: error: {exc}\n")
         return UNKNOWN
 
 
-def _unknown(args: argparse.Namespace, error: str) -> int:
+def report_unknown(args: argparse.Namespace, error: str, title: str = "L3HA") -> int:
+    """A report (``check``, ``dhcp audit``) that could not judge: UNKNOWN, and why."""
     if args.format == "line":
-        sys.stdout.write(f"L3HA UNKNOWN - {error}\n")
+        sys.stdout.write(f"{title} UNKNOWN - {error}\n")
     else:
         emit_document({"status": "UNKNOWN", "error": error}, args.format)
     return UNKNOWN
+
+
+def report(args: argparse.Namespace, result: CheckResult) -> int:
+    """Print a report's status line (or its problems as data); its exit code."""
+    if args.format == "line":
+        sys.stdout.write(result.status_line() + "\n")
+    else:
+        emit_document(result.document(), args.format)
+    return int(result.severity)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -129,10 +142,10 @@ def _check(args: argparse.Namespace) -> int:
     except UserError:
         raise  # a malformed file or option: exit 2, like every command
     except L3haError as exc:  # the cloud cannot be read: UNKNOWN
-        return _unknown(args, str(exc))
+        return report_unknown(args, str(exc))
     gateways = _gateways(args, snapshot)
     if gateways is not None:
-        return _report(args, gateways)
+        return report(args, gateways)
     result = run_check(
         snapshot,
         args.imbalance_threshold,
@@ -148,11 +161,11 @@ def _check(args: argparse.Namespace) -> int:
         except UserError:
             raise
         except L3haError as exc:
-            return _unknown(args, f"DHCP: {exc}")
-    return _report(args, result)
+            return report_unknown(args, f"DHCP: {exc}")
+    return report(args, result)
 
 
-def _gateways(args: argparse.Namespace, snapshot: Any) -> Any:
+def _gateways(args: argparse.Namespace, snapshot: Any) -> CheckResult | None:
     """On ML2/OVN (no L3 agent, gateway chassis listed): the gateway check's result; on
     ML2/OVN ``--replicas`` counts live chassis per router (``l3ha.ovn_checks``)."""
     from l3ha.cli.ovn import detected_ovn
@@ -170,39 +183,14 @@ def _gateways(args: argparse.Namespace, snapshot: Any) -> Any:
     return check_gateways(world, args.replicas, args.imbalance_threshold)
 
 
-def _unknown_result(error: str) -> Any:
+def _unknown_result(error: str) -> CheckResult:
     from l3ha.checks import CheckResult, Problem
     from l3ha.hastate.audit import Severity
 
     return CheckResult(Severity.UNKNOWN, (Problem(Severity.UNKNOWN, "unreadable", error),))
 
 
-def _report(args: argparse.Namespace, result: Any) -> int:
-    """Print the check's status line (or its problems as data); the exit code."""
-    if args.format == "line":
-        sys.stdout.write(result.status_line() + "\n")
-    else:
-        emit_document(
-            {
-                "status": result.severity.name,
-                "summary": result.status_line(),
-                "problems": [
-                    {
-                        "severity": p.severity.name,
-                        "kind": p.kind,
-                        "detail": p.detail,
-                        "routers": list(p.router_ids),
-                    }
-                    for p in result.problems
-                ],
-                "perfdata": result.perfdata,
-            },
-            args.format,
-        )
-    return int(result.severity)
-
-
-def _with_dhcp(args: argparse.Namespace, result: Any) -> Any:
+def _with_dhcp(args: argparse.Namespace, result: CheckResult) -> CheckResult:
     """The check's result with the DHCP audit's findings (read from the cloud)."""
     from l3ha.cli.common import open_cloud
     from l3ha.cloud.dhcp import NeutronDhcp

@@ -16,15 +16,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.check import add_report_format
+from l3ha.cli.check import add_report_format, report, report_unknown
 from l3ha.cli.common import add_cloud_options, command_group, open_cloud
 from l3ha.cli.output import emit, emit_document
 from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
 
 if TYPE_CHECKING:
     from l3ha.operations.dhcp import DhcpExecuted, DhcpResult
-
-UNKNOWN = 3
 
 
 def add_count_option(parser: argparse.ArgumentParser) -> None:
@@ -118,32 +116,14 @@ def register(sub: Any) -> None:
 
 def _run_audit(args: argparse.Namespace) -> int:
     from l3ha.cloud.dhcp import NeutronDhcp
-    from l3ha.dhcp_audit import audit_dhcp, dhcp_perfdata, status_line, worst
+    from l3ha.dhcp_audit import dhcp_report
     from l3ha.errors import L3haError
 
     try:
         snapshot = NeutronDhcp(open_cloud(args)).read_dhcp_snapshot()
     except L3haError as exc:
-        if args.format == "line":
-            sys.stdout.write(f"DHCP UNKNOWN - {exc}\n")
-        else:
-            emit_document({"status": "UNKNOWN", "error": str(exc)}, args.format)
-        return UNKNOWN
-    findings = audit_dhcp(snapshot, args.agents_per_network)
-    perf = dhcp_perfdata(snapshot, findings)
-    if args.format == "line":
-        sys.stdout.write(status_line(findings, perf) + "\n")
-    else:
-        emit_document(
-            {
-                "status": worst(findings).name,
-                "summary": status_line(findings, perf),
-                "findings": [f.as_dict() for f in findings],
-                "perfdata": perf,
-            },
-            args.format,
-        )
-    return int(worst(findings))
+        return report_unknown(args, str(exc), "DHCP")
+    return report(args, dhcp_report(snapshot, args.agents_per_network))
 
 
 def _run_action(args: argparse.Namespace) -> int:

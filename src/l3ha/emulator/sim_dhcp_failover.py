@@ -4,10 +4,8 @@ Events on the simulation's clock; callers hold ``world.lock``. What neutron does
 (neutron/db/agentschedulers_db.py ``remove_networks_from_down_agents``,
 neutron/objects/network.py ``get_down_bindings``) and how it is modelled:
 
-- Its own looping call, every ``max(agent_down_time // 2, 1)`` s after a random initial
-  delay in ``[interval, 2 * interval]`` (here drawn from the seed), with the same
-  clock-jump wait as the L3 check (``wait_down_agents``: sleep the dead limit when more
-  than ``agent_down_time`` passed since the previous pass).
+- Its own looping call, with the same interval and clock-jump wait as the L3 check
+  (``sim_periodic.PeriodicCheck``).
 - Down bindings: every binding of an agent whose heartbeat is older than the dead limit
   (``2 * agent_down_time``) — whatever its admin state — except the agents still
   *starting up*: ``started_at + dead limit + 2 s per network bound to it`` not yet past.
@@ -25,43 +23,25 @@ neutron/objects/network.py ``get_down_bindings``) and how it is modelled:
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from datetime import datetime, timedelta
 
-from l3ha.emulator.records import AgentRec
 from l3ha.emulator.sim_core import SimCore
 from l3ha.emulator.sim_dhcp import DhcpSimulation
+from l3ha.emulator.sim_periodic import PeriodicCheck
 
 
-class NeutronDhcpFailover:
+class NeutronDhcpFailover(PeriodicCheck):
     """The periodic DHCP check; counters say what it did."""
 
+    loop_name = "neutron-dhcp-failover"
+
     def __init__(self, sim: SimCore, dhcp: DhcpSimulation) -> None:
-        self.sim = sim
+        super().__init__(sim)
         self.dhcp = dhcp
-        self.cfg = sim.cfg
-        self._canary: datetime | None = None
-        self.passes = 0
         self.removed = 0
         self.moves = 0
         self.skipped = 0
-        self.waits = 0
-
-    @property
-    def interval(self) -> float:
-        return float(max(int(self.cfg.agent_down_time // 2), 1))
-
-    @property
-    def dead_limit(self) -> float:
-        return 2 * self.cfg.agent_down_time
-
-    def start(self) -> None:
-        rng = random.Random(f"neutron-dhcp-failover:{self.cfg.seed}")
-        interval = int(self.interval)
-        self.sim.schedule(
-            self.sim.clock.monotonic() + rng.randint(interval, 2 * interval), self._tick
-        )
 
     def counters(self) -> dict[str, int]:
         return {
@@ -72,52 +52,23 @@ class NeutronDhcpFailover:
             "waits": self.waits,
         }
 
-    # --- the looping call ---------------------------------------------------------
-
-    def _tick(self) -> None:
-        started = self.sim.clock.monotonic()
-        wall = self.sim.clock.wall()
-        if (
-            self._canary is not None
-            and (wall - self._canary).total_seconds() > self.cfg.agent_down_time
-        ):
-            self.waits += 1
-            self.sim.schedule(started + self.dead_limit, self._begin, started)
-        else:
-            self._begin(started)
-
-    def run_once(self, dead_limit: float | None = None) -> None:
-        """One pass now, without the clock-jump wait and with no next pass after it;
-        ``dead_limit`` replaces ``2 * agent_down_time`` (liveness is unchanged)."""
-        self._begin(self.sim.clock.monotonic(), again=False, dead_limit=dead_limit)
-
-    def _begin(self, started: float, again: bool = True, dead_limit: float | None = None) -> None:
-        self.passes += 1
-        wall = self.sim.clock.wall()
-        self._canary = wall
-        limit = self.dead_limit if dead_limit is None else dead_limit
+    def _pass(self, started: float, wall: datetime, limit: float, again: bool) -> None:
         agents = self.dhcp.agents()
         dead = [
             (net_id, agent.id)
             for agent in agents
             if agent.heartbeat < wall - timedelta(seconds=limit)
-            and not self._starting_up(agent, limit, wall)
+            and not self.dhcp.starting_up(agent, limit, wall)
             for net_id in self.sim.world.dhcp.networks_of(agent)
         ]
         if not agents:
             self._finish(started, again)
             return
-        if not any(self._eligible(a, limit, wall) for a in agents):
+        if not any(self.dhcp.eligible(a, limit, wall) for a in agents):
             self.skipped += 1
             self._finish(started, again)
             return
         self._walk(started, deque(sorted(dead)), limit, again)
-
-    def _starting_up(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        return self.dhcp.starting_up(agent, limit, now)
-
-    def _eligible(self, agent: AgentRec, limit: float, now: datetime) -> bool:
-        return self.dhcp.eligible(agent, limit, now)
 
     def _walk(
         self, started: float, todo: deque[tuple[str, str]], limit: float, again: bool
@@ -131,7 +82,7 @@ class NeutronDhcpFailover:
             if self.dhcp.remove(network, agent, notify=False):
                 self.removed += 1
             wall = self.sim.clock.wall()
-            eligible = {a.id for a in self.dhcp.agents() if self._eligible(a, limit, wall)}
+            eligible = {a.id for a in self.dhcp.agents() if self.dhcp.eligible(a, limit, wall)}
             self.moves += len(self.dhcp.schedule(network, eligible))
             now = self.sim.clock.monotonic()  # the binding's DB work blocks the pass
             self.sim.schedule(
@@ -139,9 +90,3 @@ class NeutronDhcpFailover:
             )
             return
         self._finish(started, again)
-
-    def _finish(self, started: float, again: bool) -> None:
-        if not again:
-            return
-        elapsed = self.sim.clock.monotonic() - started
-        self.sim.schedule(started + max(self.interval, elapsed), self._tick)

@@ -4,12 +4,7 @@ Events on the simulation's clock; callers hold ``world.lock``. What neutron does
 (neutron/db/agentschedulers_db.py, l3_agentschedulers_db.py, scheduler/l3_agent_scheduler.py)
 and how it is modelled:
 
-- A FixedIntervalLoopingCall runs the check every ``max(agent_down_time // 2, 1)`` s after
-  a random initial delay in ``[interval, 2 * interval]`` (here drawn from the seed); a pass
-  that outlasts the interval is followed by the next one at once.
-- ``wait_down_agents``: when more than ``agent_down_time`` has passed since the previous
-  pass started its work (a clock jump, or a long pass), it first sleeps
-  ``2 * agent_down_time`` (the dead limit) to let agents check in.
+- The looping call and its clock-jump wait: ``sim_periodic.PeriodicCheck``.
 - Down bindings: every binding of an enabled agent whose heartbeat is older than the dead
   limit, in the binding table's key order (router id, agent id). An agent found alive
   again while the pass walks the list is skipped for the rest of the pass.
@@ -28,7 +23,6 @@ and how it is modelled:
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -36,6 +30,7 @@ from enum import StrEnum
 
 from l3ha.emulator.records import AgentRec, RouterRec
 from l3ha.emulator.sim_core import SimCore
+from l3ha.emulator.sim_periodic import PeriodicCheck
 
 AGENT_NOTIFY_MAX_ATTEMPTS = 2  # neutron/api/rpc/agentnotifiers/l3_rpc_agent_api.py
 
@@ -47,67 +42,23 @@ class Outcome(StrEnum):
     ABORTED = "aborted"  # an exception that ends the whole pass
 
 
-class NeutronFailover:
+class NeutronFailover(PeriodicCheck):
     """The periodic rescheduler; counters say what it did."""
 
+    loop_name = "neutron-failover"
+
     def __init__(self, sim: SimCore) -> None:
-        self.sim = sim
-        self.cfg = sim.cfg
-        self._canary: datetime | None = None
+        super().__init__(sim)
         self.moves = 0
         self.failed = 0
         self.timed_out = 0
-        self.passes = 0
         self.aborted = 0
-        self.waits = 0
-        self.pass_starts: list[float] = []
-
-    @property
-    def interval(self) -> float:
-        return float(max(int(self.cfg.agent_down_time // 2), 1))
-
-    @property
-    def dead_limit(self) -> float:
-        return 2 * self.cfg.agent_down_time
-
-    def start(self) -> None:
-        rng = random.Random(f"neutron-failover:{self.cfg.seed}")
-        interval = int(self.interval)
-        delay = rng.randint(interval, 2 * interval)
-        self.sim.schedule(self.sim.clock.monotonic() + delay, self._tick)
 
     def counters(self) -> dict[str, int]:
         return {"passes": self.passes, "moves": self.moves, "failed": self.failed,
                 "timed_out": self.timed_out, "aborted": self.aborted, "waits": self.waits}
 
-    # --- the looping call ---------------------------------------------------------
-
-    def _tick(self) -> None:
-        started = self.sim.clock.monotonic()
-        wall = self.sim.clock.wall()
-        if (self._canary is not None
-                and (wall - self._canary).total_seconds() > self.cfg.agent_down_time):
-            self.waits += 1
-            self.sim.schedule(started + self.dead_limit, self._begin, started)
-        else:
-            self._begin(started)
-
-    def run_once(self, dead_limit: float | None = None) -> None:
-        """One pass now, without the clock-jump wait, and no next pass scheduled after it.
-
-        ``dead_limit`` (default ``2 * agent_down_time``) is how long a heartbeat must be
-        stale for the pass to take the agent's bindings; liveness of the candidates is
-        unchanged. The pass may block (a move's RPC): advance time to let it finish.
-        """
-        self._begin(self.sim.clock.monotonic(), again=False, dead_limit=dead_limit)
-
-    def _begin(self, started: float, again: bool = True,
-               dead_limit: float | None = None) -> None:
-        self.passes += 1
-        self.pass_starts.append(self.sim.clock.monotonic())
-        wall = self.sim.clock.wall()
-        self._canary = wall
-        limit = self.dead_limit if dead_limit is None else dead_limit
+    def _pass(self, started: float, wall: datetime, limit: float, again: bool) -> None:
         cutoff = wall - timedelta(seconds=limit)
         todo = deque(sorted(self._down_bindings(cutoff)))
         self._walk(started, todo, set(), again)
@@ -137,12 +88,7 @@ class NeutronFailover:
                 now = self.sim.clock.monotonic()
                 self.sim.schedule(now + blocked, self._walk, started, todo, back, again)
                 return
-        if again:
-            self._finish(started)
-
-    def _finish(self, started: float) -> None:
-        elapsed = self.sim.clock.monotonic() - started
-        self.sim.schedule(started + max(self.interval, elapsed), self._tick)
+        self._finish(started, again)
 
     # --- reschedule_router -----------------------------------------------------------
 

@@ -4,21 +4,18 @@
 around it (the checks before a run or a resume, the probe, its report);
 ``plan`` the request and its steps (pure), ``report`` how a run ended
 (pure), ``stability`` the judgement of a restarted agent (pure),
-``participants`` the agents of a host it drains and restores (the L3 agent,
-through the operations layer; ``dhcp_participant`` the DHCP agent, through
-the DHCP operations layer), ``command`` the maintenance command,
+``participants`` the agents of a host it drains and restores (one participant
+for every kind, with the kind's side: ``l3_participant`` the L3 agent, through
+the operations layer; ``dhcp_participant`` the DHCP agent, through the DHCP
+operations layer), ``command`` the maintenance command,
 ``guard`` the probe of tenant traffic, ``record`` the rolling journal.
 """
 
-from l3ha.operations.rolling.dhcp_participant import DhcpParticipant
+from l3ha.operations.rolling.dhcp_participant import DhcpSide
 from l3ha.operations.rolling.flow import run_rolling
 from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
-from l3ha.operations.rolling.participants import (
-    L3Participant,
-    Participant,
-    RunContext,
-    StepResult,
-)
+from l3ha.operations.rolling.l3_participant import L3Side
+from l3ha.operations.rolling.participants import Participant, RunContext, Side, StepResult
 from l3ha.operations.rolling.plan import (
     Phase,
     RollingRequest,
@@ -30,9 +27,9 @@ from l3ha.operations.rolling.record import RollingRecord, RunRecord, RunStatus
 from l3ha.operations.rolling.report import HostSummary, RollingReport
 
 __all__ = [
-    "DhcpParticipant",
+    "DhcpSide",
     "HostSummary",
-    "L3Participant",
+    "L3Side",
     "Participant",
     "Phase",
     "RollingRecord",
@@ -41,6 +38,7 @@ __all__ = [
     "RunContext",
     "RunRecord",
     "RunStatus",
+    "Side",
     "StepKey",
     "StepResult",
     "TrafficGuard",

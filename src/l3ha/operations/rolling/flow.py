@@ -306,13 +306,7 @@ def _count(run: _Run, summary: HostSummary, key: StepKey, detail: dict[str, Any]
     if participant is None:
         return
     out = len(detail.get("moved_out", [])) if key.phase is Phase.DRAIN else 0
-    back = int(detail.get("moved_back", 0))
-    if participant.unit == "networks":
-        summary.networks_out += out
-        summary.networks_back += back
-    else:
-        summary.moved_out += out
-        summary.moved_back += back
+    summary.count(participant.unit, out, int(detail.get("moved_back", 0)))
 
 
 def _rebalance(run: _Run, report: RollingReport) -> None:
@@ -360,10 +354,6 @@ def _dry_run(ctx: RunContext, participants: list[Participant]) -> RollingReport:
         summary = HostSummary(host, status="planned")
         for participant in participants:
             if any(k.host == host and k.participant == participant.name for k in keys):
-                moving = participant.would_move(ctx, host)
-                if participant.unit == "networks":
-                    summary.networks_out = moving
-                else:
-                    summary.moved_out = moving
+                summary.count(participant.unit, participant.would_move(ctx, host))
         summaries.append(summary)
     return RollingReport(None, summaries, [(k, "planned") for k in keys])

@@ -1,47 +1,54 @@
-"""The agents of a host a rolling run takes out of service and back. I/O: cloud, journal.
+"""The agents of a host a rolling run takes out of service and back. I/O: cloud, journal
+(through the kind's side).
 
 A *participant* is one kind of agent on a network node. The run drains every
 participant of a host before the maintenance command and, after it, has each
 one prove itself (``read_agent``: the heartbeat the stable step watches),
-pass its canary and be restored; one that fails is kept drained. The run
-knows nothing else about them: the DHCP agent (``dhcp_participant``) joins
-by implementing ``Participant`` and being listed next to ``L3Participant``.
-A participant absent from a host (``present``) has no steps there.
+pass its canary and be restored; one that fails is kept drained. A host
+without the kind's agent (``present``) has no steps for it.
 
-``L3Participant`` does all of it through the operations layer (drain,
-migrate, undrain: every write through the executor, journalled, read back):
-drain moves the legacy routers away and replaces the HA replicas, waiting for
-the moved routers' ports to be ACTIVE, then disables the agent. The canary
-enables the agent again (keeping l3ha's drain mark in its description),
-migrates one router onto it and requires its ports ACTIVE within
-``--canary-timeout`` (and, when the guard watches that router's address, an
-answer from it); restore clears the mark.
+``Participant`` does this once for every kind of placement; a kind plugs in
+with a ``Side`` that says only what differs: how to find its agent, what is
+on it, its drain, undrain and moves onto the agent (through the kind's
+operations: every write through the executor, journalled, read back), the
+canary candidate and its words. The L3 agent is ``l3_participant.L3Side``,
+the DHCP agent ``dhcp_participant.DhcpSide``.
+
+Drain: the kind's drain, which must leave nothing on the agent and nothing it
+moved waiting for its ports. Canary: the agent is enabled again (keeping
+l3ha's drain mark in its description), one object drained from the host is
+moved back onto it and must have its ports ACTIVE within ``--canary-timeout``
+(and, when the guard watches its address, answer). Restore: the kind's
+undrain, then, for a kind that ``returns_on_restore``, the rest of what was
+drained comes back.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from l3ha.errors import L3haError
-from l3ha.executor import AgentChange, MoveOutcome
-from l3ha.model import Agent, MoveKind, Snapshot
-from l3ha.operations import (
-    DRAIN_MARK,
-    Action,
-    ActionRequest,
-    ActionResult,
-    AgentChanged,
-    OperationContext,
-    make_plan,
-    run_action,
-)
+from l3ha.executor import AgentChange
+from l3ha.executor.agents import AgentChangeResult
+from l3ha.executor.options import ExecutorOptions
+from l3ha.model import Agent
+from l3ha.operations.context import OperationContext
+from l3ha.operations.request import DRAIN_MARK, OperationResult
 from l3ha.operations.rolling.guard import TrafficGuard
 from l3ha.operations.rolling.plan import RollingRequest
 
 CANARY_MARK = f"{DRAIN_MARK} canary"
 DATAPLANE_POLL = 0.1  # seconds between looks at the guard while the canary's address is awaited
+#: Outcomes (of every kind) by which an object left its source or reached its target.
+_ARRIVED = frozenset({"moved", "removed", "pending"})
+#: Outcomes that are no problem for a rolling step.
+_FINE = frozenset({"moved", "added", "removed", "skipped", "planned"})
+
+Result = OperationResult[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -62,172 +69,186 @@ class RunContext:
     guard: TrafficGuard | None = None
 
 
-class Participant(Protocol):
-    """One kind of agent the run drains and restores (see the module docstring)."""
+class Side(Protocol):
+    """What one kind of placement supplies to its rolling participant."""
 
-    name: str
-    unit: str  # what it moves, for the summary: "routers" or "networks"
+    name: str  # the participant's name in the steps: "l3", "dhcp"
+    unit: str  # what it moves, plural, for the summary and messages: "routers", "networks"
+    prefix: str  # before "agent", "drain", "undrain" in messages: "" or "DHCP "
+    ports: str  # what must be ACTIVE after a move: "ports", "its DHCP port"
+    canary_required: bool  # a canary step with nothing to move fails (else: only enables)
+    returns_on_restore: bool  # restore moves back what the drain moved off
 
     def present(self, run: RunContext, host: str) -> bool: ...
 
+    def find_agent(self, run: RunContext, host: str) -> Agent: ...
+
+    def get_agent(self, run: RunContext, agent_id: str) -> Agent: ...
+
+    def on_agent(self, run: RunContext, agent_id: str) -> Collection[str]: ...
+
     def would_move(self, run: RunContext, host: str) -> int: ...
 
-    def drain(self, run: RunContext, host: str) -> StepResult: ...
+    def leaves(self, result: Any) -> bool:
+        """Whether one move's result took its object off ``move.source`` (onto its target)."""
+        ...
 
-    def read_agent(self, run: RunContext, host: str) -> Agent: ...
+    def drain(self, run: RunContext, agent: Agent) -> Result: ...
 
-    def canary(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult: ...
+    def undrain(self, run: RunContext, host: str) -> Result: ...
 
-    def restore(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult: ...
+    def change_agent(self, run: RunContext, change: AgentChange, agent: Agent) -> AgentChangeResult:
+        """One agent change through the kind's executor (journalled, read back)."""
+        ...
 
-    def keep_drained(self, run: RunContext, host: str) -> StepResult: ...
+    def pick_canary(self, run: RunContext, drained: list[str]) -> str | None: ...
 
-
-def moved_routers(result: ActionResult, source: str) -> list[str]:
-    """Routers the action moved (or re-homed a replica of) off agent ``source``."""
-    moved = {
-        r.router_id
-        for run in result.runs
-        for r in run.results
-        if r.move.source == source
-        and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
-        and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
-    }
-    return sorted(moved)
+    def move_onto(
+        self, run: RunContext, agent: Agent, objects: Sequence[str], execution: ExecutorOptions
+    ) -> Result: ...
 
 
-def _pending(result: ActionResult) -> list[str]:
-    return sorted(
-        {r.router_id for run in result.runs for r in run.with_outcome(MoveOutcome.PENDING)}
-    )
-
-
-def _problem(result: ActionResult) -> str:
+def problem(result: Result) -> str:
+    """Why an action did not finish, in a few words."""
     if result.problems:
         return "; ".join(result.problems)
-    counts: dict[str, int] = {}
-    for run in result.runs:
-        for outcome, count in run.counts().items():
-            counts[outcome] = counts.get(outcome, 0) + count
-    bad = {k: v for k, v in counts.items() if v and k not in ("moved", "skipped", "planned")}
-    failed = [s for s in result.steps if isinstance(s, AgentChanged) and s.exit_code]
+    failed = [c for c in result.changes if not c.ok]
     if failed:
-        return f"agent change failed: {failed[0].result.detail}"
-    return ", ".join(f"{v} {k}" for k, v in sorted(bad.items())) or f"exit {result.exit_code}"
+        return f"agent change failed: {failed[0].detail}"
+    counts: Counter[str] = Counter()
+    for executed in result.executed:
+        counts.update(executed.run.counts())
+    bad = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()) if v and k not in _FINE)
+    return bad or f"exit {result.exit_code}"
 
 
-class L3Participant:
-    """The host's L3 agent (see the module docstring)."""
+def pending(result: Result) -> list[str]:
+    """Objects moved whose ports were not ACTIVE by the timeout."""
+    results = (r for e in result.executed for r in e.run.results)
+    return sorted({r.object_id for r in results if r.outcome.value == "pending"})
 
-    name = "l3"
-    unit = "routers"
 
-    def __init__(self) -> None:
+class Participant:
+    """One kind of agent of a host, drained and restored (see the module docstring)."""
+
+    def __init__(self, side: Side) -> None:
+        self.side = side
+        self.name = side.name
+        self.unit = side.unit
         self._ids: dict[str, str] = {}  # host -> agent id, once looked up
 
-    def _request(self, run: RunContext, action: Action, **changes: Any) -> ActionRequest:
-        req = run.request
-        base = ActionRequest(
-            action=action,
-            weights=req.weights,
-            execution=req.execution,
-            placement=req.placement,
-            journal_args=(("rolling", "yes"),),
+    def _moved(self, result: Result, *, source: str = "", target: str = "") -> list[str]:
+        """Objects the action took off agent ``source`` or onto agent ``target``."""
+        return sorted(
+            {
+                r.object_id
+                for e in result.executed
+                for r in e.run.results
+                if r.outcome.value in _ARRIVED
+                and self.side.leaves(r)
+                and (not source or r.move.source == source)
+                and (not target or r.target == target)
+            }
         )
-        return replace(base, **changes)
 
-    def _agent(self, run: RunContext, host: str) -> Agent:
-        return run.ops.observe().find_agent(host)
+    def _where(self, host: str) -> str:
+        return f"the {self.side.prefix}agent of {host}" if self.side.prefix else host
 
     def present(self, run: RunContext, host: str) -> bool:
-        return True  # the run's hosts are L3 agents' hosts (checked before it starts)
+        return self.side.present(run, host)
 
     def would_move(self, run: RunContext, host: str) -> int:
-        snapshot = run.ops.observe()
-        agent = snapshot.find_agent(host)
-        plan = make_plan(self._request(run, Action.DRAIN, agent=host), snapshot)
-        return len({m.router_id for m in plan.moves if m.source == agent.id})
+        return self.side.would_move(run, host)
 
     def read_agent(self, run: RunContext, host: str) -> Agent:
         if host not in self._ids:
-            self._ids[host] = self._agent(run, host).id
-        return run.ops.cloud.get_agent(self._ids[host])
+            self._ids[host] = self.side.find_agent(run, host).id
+        return self.side.get_agent(run, self._ids[host])
 
     def drain(self, run: RunContext, host: str) -> StepResult:
-        agent = self._agent(run, host)
-        result = run_action(run.ops, self._request(run, Action.DRAIN, agent=host))
-        moved = moved_routers(result, agent.id)
+        side = self.side
+        agent = side.find_agent(run, host)
+        result = side.drain(run, agent)
+        moved = self._moved(result, source=agent.id)
         detail = {"agent": agent.id, "started_at": agent.started_at, "moved_out": moved}
         if result.exit_code != 0:
-            return StepResult(False, f"drain of {host} did not finish: {_problem(result)}", detail)
-        pending = _pending(result)
-        if pending:
+            why = problem(result)
+            return StepResult(False, f"{side.prefix}drain of {host} did not finish: {why}", detail)
+        waiting = pending(result)
+        if waiting:
             return StepResult(
                 False,
-                f"{len(pending)} router(s) moved off {host} have ports not ACTIVE yet: "
-                f"{', '.join(pending[:5])}",
-                {**detail, "pending": pending},
+                f"{len(waiting)} {side.unit[:-1]}(s) moved off {host} have {side.ports} not "
+                f"ACTIVE yet: {', '.join(waiting[:5])}",
+                {**detail, "pending": waiting},
             )
-        left = run.ops.cloud.routers_on_agent(agent.id)
+        left = side.on_agent(run, agent.id)
         if left:
+            where = self._where(host)
             return StepResult(
-                False, f"{len(left)} router(s) still on {host} after the drain", detail
+                False, f"{len(left)} {side.unit[:-1]}(s) still on {where} after the drain", detail
             )
         return StepResult(True, "", detail)
 
     def canary(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult:
-        snapshot = run.ops.observe()
-        agent = snapshot.find_agent(host)
-        router = pick_canary(snapshot, run.request.canary, list(drained.get("moved_out", [])))
-        if router is None:
-            return StepResult(False, f"no router can serve as the canary for {host}")
+        side, noun = self.side, self.side.unit[:-1]
+        agent = side.find_agent(run, host)
+        chosen = side.pick_canary(run, list(drained.get("moved_out", [])))
+        if chosen is None and side.canary_required:
+            return StepResult(False, f"no {noun} can serve as the canary for {host}")
         enable = AgentChange(
-            agent.id, host, "rolling: canary", admin_state_up=True, description=CANARY_MARK
+            agent.id,
+            host,
+            f"rolling: {side.prefix}canary",
+            admin_state_up=True,
+            description=CANARY_MARK,
         )
-        enabled = run.ops.executor(run.request.execution).change_agent(enable, agent)
+        enabled = side.change_agent(run, enable, agent)
         if not enabled.ok:
-            return StepResult(False, f"agent on {host} could not be enabled: {enabled.detail}")
+            return StepResult(
+                False, f"{side.prefix}agent on {host} could not be enabled: {enabled.detail}"
+            )
+        if chosen is None:
+            return StepResult(True, f"no {noun} to return as the canary", {"moved_back": 0})
+        return self._move_canary(run, agent, chosen)
+
+    def _move_canary(self, run: RunContext, agent: Agent, chosen: str) -> StepResult:
+        """The canary onto the enabled agent, ready within the timeout, answering if watched."""
+        noun, host = self.side.unit[:-1], agent.host
         started = time.monotonic()
         timeout = run.request.canary_timeout
         execution = replace(run.request.execution, wait_ports=True, port_timeout=timeout)
-        migrate = self._request(
-            run,
-            Action.MIGRATE,
-            routers=(router,),
-            execution=execution,
-            placement=replace(run.request.placement, to=(agent.id,)),
-        )
-        detail: dict[str, Any] = {"router": router}
+        detail: dict[str, Any] = {noun: chosen}
         try:
-            result = run_action(run.ops, migrate)
+            result = self.side.move_onto(run, agent, (chosen,), execution)
         except L3haError as exc:
             return StepResult(
-                False, f"canary router {router} could not move to {host}: {exc}", detail
+                False, f"canary {noun} {chosen} could not move to {host}: {exc}", detail
             )
-        if result.exit_code != 0 or _pending(result):
-            why = "ports not ACTIVE" if _pending(result) else _problem(result)
+        if result.exit_code != 0 or pending(result):
+            why = f"{self.side.ports} not ACTIVE" if pending(result) else problem(result)
             return StepResult(
-                False, f"canary router {router} on {host}: {why} within {timeout:g} s", detail
+                False, f"canary {noun} {chosen} on {host}: {why} within {timeout:g} s", detail
             )
-        hosts = {b.agent_id for b in run.ops.cloud.router_bindings(router)}
-        if agent.id not in hosts:
-            return StepResult(False, f"canary router {router} is not on {host}", detail)
-        return self._canary_answers(run, host, router, started, detail)
+        if chosen not in self.side.on_agent(run, agent.id):
+            return StepResult(False, f"canary {noun} {chosen} is not on {host}", detail)
+        return self._canary_answers(run, host, chosen, started, detail)
 
     def _canary_answers(
-        self, run: RunContext, host: str, router: str, since: float, detail: dict[str, Any]
+        self, run: RunContext, host: str, chosen: str, since: float, detail: dict[str, Any]
     ) -> StepResult:
-        """With the guard watching the canary's address: it must answer, within the timeout."""
-        guard = run.guard
-        if guard is None or guard.router_answered_since(router, since) is None:
+        """With the guard watching the canary's address: it must answer, within the timeout.
+        (The guard watches routers' addresses; any other object passes here.)"""
+        guard, noun = run.guard, self.side.unit[:-1]
+        if guard is None or guard.router_answered_since(chosen, since) is None:
             return StepResult(True, "", {**detail, "moved_back": 1})
         moved_at = time.monotonic()
         deadline = since + run.request.canary_timeout
-        while not guard.router_answered_since(router, moved_at):
+        while not guard.router_answered_since(chosen, moved_at):
             if time.monotonic() > deadline:
                 return StepResult(
                     False,
-                    f"canary router {router} has ports ACTIVE on {host} but its data-plane "
+                    f"canary {noun} {chosen} has ports ACTIVE on {host} but its data-plane "
                     f"address does not answer (the probe saw no reply within "
                     f"{run.request.canary_timeout:g} s): the host's data plane is broken",
                     {**detail, "dataplane": "no answer"},
@@ -236,32 +257,31 @@ class L3Participant:
         return StepResult(True, "", {**detail, "dataplane": "answers", "moved_back": 1})
 
     def restore(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult:
-        result = run_action(run.ops, self._request(run, Action.UNDRAIN, agent=host))
+        side = self.side
+        undrained = side.undrain(run, host)
+        if undrained.exit_code != 0:
+            return StepResult(False, f"{side.prefix}undrain of {host} failed: {problem(undrained)}")
+        if not side.returns_on_restore:
+            return StepResult(True)
+        agent = side.find_agent(run, host)
+        objects = tuple(drained.get("moved_out", []))
+        if not objects or not agent.usable:
+            return StepResult(True, "", {"moved_back": 0})
+        result = side.move_onto(run, agent, objects, run.request.execution)
+        detail = {"moved_back": len(self._moved(result, target=agent.id))}
         if result.exit_code != 0:
-            return StepResult(False, f"undrain of {host} failed: {_problem(result)}")
-        return StepResult(True)
+            return StepResult(
+                False, f"{side.unit} could not return to {host}: {problem(result)}", detail
+            )
+        return StepResult(True, "", detail)
 
     def keep_drained(self, run: RunContext, host: str) -> StepResult:
         """After a failure: anything on the agent (the canary) moves away, and it is
         disabled again (a drain; nothing moves when nothing is there)."""
         try:
-            agent = self._agent(run, host)
-            if not agent.admin_state_up and not run.ops.cloud.routers_on_agent(agent.id):
+            agent = self.side.find_agent(run, host)
+            if not agent.admin_state_up and not self.side.on_agent(run, agent.id):
                 return StepResult(True, "already drained")
             return self.drain(run, host)
         except L3haError as exc:
-            return StepResult(False, f"could not keep {host} drained: {exc}")
-
-
-def pick_canary(snapshot: Snapshot, named: str | None, drained: list[str]) -> str | None:
-    """The canary router: the one named, else the first (by id) legacy router among
-    those drained from the host, else the first hosted legacy router anywhere."""
-    if named:
-        return snapshot.find_router(named).id
-    hosted = {b.router_id for b in snapshot.bindings}
-    legacy = sorted(
-        r.id for r in snapshot.routers if not r.ha and not r.distributed and r.id in hosted
-    )
-    from_host = [r for r in legacy if r in set(drained)]
-    pool = from_host or legacy
-    return pool[0] if pool else None
+            return StepResult(False, f"could not keep {self._where(host)} drained: {exc}")

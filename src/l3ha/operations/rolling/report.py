@@ -35,6 +35,15 @@ class HostSummary:
     status: str = "pending"
     started: float | None = None
 
+    def count(self, unit: str, out: int, back: int = 0) -> None:
+        """What a participant moved off the host and back onto it, in its ``unit``."""
+        if unit == "networks":
+            self.networks_out += out
+            self.networks_back += back
+        else:
+            self.moved_out += out
+            self.moved_back += back
+
 
 @dataclass
 class RollingReport:

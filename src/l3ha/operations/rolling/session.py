@@ -25,10 +25,11 @@ from l3ha.errors import BadInputError
 from l3ha.journal import Journal, StartedBy
 from l3ha.model import Snapshot
 from l3ha.operations import OperationContext
-from l3ha.operations.rolling.dhcp_participant import DhcpParticipant
+from l3ha.operations.rolling.dhcp_participant import DhcpSide
 from l3ha.operations.rolling.flow import AskContinue, Say, never_continue, run_rolling
 from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
-from l3ha.operations.rolling.participants import L3Participant, Participant, RunContext
+from l3ha.operations.rolling.l3_participant import L3Side
+from l3ha.operations.rolling.participants import Participant, RunContext
 from l3ha.operations.rolling.plan import RollingRequest, UpgradeStep
 from l3ha.operations.rolling.record import DB_NAME, RollingRecord, RunRecord, RunStatus
 from l3ha.operations.rolling.report import RollingReport
@@ -147,7 +148,7 @@ def execute(
     output: Path | None = None,
 ) -> RollingReport:
     """Run (``state_dir`` None: dry run, nothing recorded) or resume the rolling maintenance."""
-    participants: list[Participant] = [L3Participant(), DhcpParticipant(NeutronDhcp(cloud))]
+    participants = [Participant(L3Side()), Participant(DhcpSide(NeutronDhcp(cloud)))]
     if state_dir is None:
         ctx = RunContext(OperationContext(cloud, None, SystemClock(), hooks.say), request)
         return run_rolling(ctx, None, participants, say=hooks.say, on_output=hooks.on_output)
