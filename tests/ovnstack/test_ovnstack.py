@@ -352,7 +352,7 @@ def test_watch_evacuates_a_dead_chassis_and_nothing_fails_back(stack: OvnStack, 
            f"{ {a: round(s, 1) for a, s in silent.items()} }")  # fmt: skip
     assert max(silent.values()) < NO_OUTAGE_S, silent
     assert victim not in [stack.primary(r) for r in stack.routers]
-    assert all(e["outcome"] == "moved" for e in moves_of(watch)), watch.tail()
+    assert {e["outcome"] for e in moves_of(watch)} <= {"removed", "replaced"}, watch.tail()
     assert watch.terminate() == 0
 
 

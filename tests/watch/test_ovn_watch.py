@@ -147,3 +147,15 @@ def test_an_option_of_the_other_backend_is_one_line_exit_2(
     assert code == 2, err
     assert err.count("\n") == 1 and words in err
     assert not (tmp_path / "s" / "watch-status.json").exists()
+
+
+def test_watch_once_on_ml2_ovn_judges_the_gateway_chassis(tmp_path: Path) -> None:
+    import json
+
+    with emulated_cloud(workdir=tmp_path, environ=os.environ, **OVN):
+        code = main(["watch", "--once", "--state-dir", str(tmp_path / "s"), "--metrics-port",
+                     "0", "--interval", "5", "--min-chassis", "2"])  # fmt: skip
+    assert code == 0
+    status = json.loads((tmp_path / "s" / "watch-status.json").read_text())
+    assert status["state"] == "stopped" and status["halts"] == []
+    assert sum(status["verdicts"].values()) == 3  # the three gateway chassis, no L3 agent

@@ -27,20 +27,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from l3ha import health
 from l3ha.daemon.decide import Decision
 from l3ha.daemon.logevents import event, log_verdict_changes, named
 from l3ha.daemon.settings import WatchSettings
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
-from l3ha.health import (
-    HealthPolicy,
-    HealthState,
-    Verdict,
-    fleet_halts,
-    observe,
-    snapshot_gate,
-    verdicts,
-)
+from l3ha.health import HealthPolicy, HealthState, Verdict, snapshot_gate
 from l3ha.model import Agent, Halt
 from l3ha.operations.request import OperationResult
 
@@ -159,8 +152,8 @@ class KindWatch(Generic[W]):
         """One observation; ``clock_now`` times the reads."""
         try:
             agents = self.kind.read_agents()
-            self.state = observe(self.state, agents, now, self.policy, wall=wall)
-            judged = verdicts(self.state, agents, now, self.policy, self.kind.placements())
+            self.state = health.observe(self.state, agents, now, self.policy, wall=wall)
+            judged = health.verdicts(self.state, agents, now, self.policy, self.kind.placements())
             changed = {a for a, v in judged.items() if self.previous.get(a) is not v}
             world = self.kind.refresh(agents, changed)
         except L3haError as exc:
@@ -169,7 +162,7 @@ class KindWatch(Generic[W]):
         judged = self.kind.second_channel(world, judged)
         self.previous = dict(judged)
         read_seconds = clock_now() - now
-        halts = fleet_halts(self.state, judged, now, self.policy)
+        halts = health.fleet_halts(self.state, judged, now, self.policy)
         stale = snapshot_gate(True, read_seconds, self.interval)
         if stale and self.kind.names.slow_read_halts:
             halts.append(stale)

@@ -44,7 +44,7 @@ from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.sdnotify import Notifier
 from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
-from l3ha.daemon.watch_kinds import DhcpKind, GatewayKind, Handles, RouterKind
+from l3ha.daemon.watch_kinds import DhcpKind, GatewayKind, RouterKind
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, Verdict, summarize
@@ -93,11 +93,11 @@ class Watcher:
         self._ready = False
         self.cycles = 0
         self._weights_exported = 0
-        handles = Handles(parts.journal, parts.clock)
+        handles = (parts.journal, parts.clock)
         self.kind: RouterKind | GatewayKind = (
-            RouterKind(parts.cloud, handles, self.weights)
+            RouterKind(parts.cloud, *handles, self.weights)
             if parts.ovn is None
-            else GatewayKind(parts.ovn, handles, parts.min_chassis)
+            else GatewayKind(parts.ovn, *handles, parts.min_chassis)
         )
         self.main: KindWatch[Any] = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
         self.dhcp: KindWatch[Any] | None = None
@@ -134,7 +134,7 @@ class Watcher:
             self._dhcp_last = None
             return
         if self.dhcp is None:
-            kind = DhcpKind(self.parts.dhcp_cloud, Handles(self.parts.journal, self.clock))
+            kind = DhcpKind(self.parts.dhcp_cloud, self.parts.journal, self.clock)
             self.dhcp = KindWatch(kind, policy, settings.interval)
         self.dhcp.policy, self.dhcp.interval = policy, settings.interval
         self.dhcp.kind.configure(settings)

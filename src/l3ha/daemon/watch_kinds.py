@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -55,35 +55,21 @@ Prober = Callable[[ProbeSpec, Sequence[str], float], list[str]]
 BY_WATCH = ("by", "watch")
 
 
-@dataclass(frozen=True)
-class Handles:
-    """What every kind acts with: the journal and the clock."""
-
-    journal: Journal
-    clock: Clock
-
-
-class _Move(Protocol):
-    @property
-    def source(self) -> str | None: ...
-    @property
-    def target(self) -> str | None: ...
-    @property
-    def kind(self) -> Any: ...
-
-
 def log_move(
-    name: str, decision: Decision, move: Any, thing: dict[str, object], hosts: Mapping[str, str]
+    decision: Decision, move: Any, snapshot: Any, field: str = "router", name: str = "move"
 ) -> None:
-    """One move event: the moved object (``thing``: its id and name), the agents' ids and
-    hosts, the outcome; its times: ``write_seconds`` (its writes, read back), ``seconds``
-    (until it finished), and since the run started ``written_after`` and
-    ``finished_after``."""
-    planned: _Move = move.move
+    """One move event: the moved object (``field``: its id, and its name beside), the
+    agents' ids and hosts, the outcome; its times: ``write_seconds`` (its writes, read
+    back), ``seconds`` (until it finished), and since the run started ``written_after``
+    and ``finished_after``."""
+    planned = move.move
+    object_id = getattr(planned, f"{field}_id")
+    found = getattr(snapshot, f"{field}s_by_id").get(object_id)
+    hosts = host_names(snapshot)
     event(
         name,
         action=decision.action.value,
-        **thing,
+        **named(field, object_id, {object_id: found.name} if found else {}, "name"),
         kind=planned.kind.value,
         **named("source", planned.source, hosts),
         **named("target", move.target or planned.target, hosts),
@@ -98,34 +84,47 @@ def log_move(
     )
 
 
-def _log_move(decision: Decision, move: Any, snapshot: Snapshot) -> None:
-    """A router's ``move`` event (the router's name beside its id)."""
-    router = snapshot.routers_by_id.get(move.move.router_id)
-    names = {router.id: router.name} if router else {}
-    thing = named("router", move.move.router_id, names, "name")
-    log_move("move", decision, move, thing, host_names(snapshot))
-
-
 class _Kind:
     """What most kinds do alike: a world read whole when due, no second channel."""
 
     names = KindNames()
+    #: What the kind moves, as its move events name it.
+    moved = "router"
 
-    def __init__(self, handles: Handles) -> None:
-        self.handles = handles
+    def __init__(self, journal: Journal, clock: Clock) -> None:
+        self.journal, self.clock = journal, clock
         self.full_resync = 30
         self.world: Any = None
         self._cycles = 0
 
-    def _due(self, changed: set[str]) -> bool:
+    def read_world(self) -> Any:
+        raise NotImplementedError
+
+    def count(self, world: Any, agent_id: str) -> int:
+        """Objects on the agent (for its verdict)."""
+        raise NotImplementedError
+
+    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Any:
+        """The whole world read again when a verdict changed, after a run, or when due."""
         self._cycles += 1
-        return self.world is None or bool(changed) or self._cycles % self.full_resync == 0
+        if self.world is None or changed or self._cycles % self.full_resync == 0:
+            self.world = self.read_world()
+        return self.world
+
+    def placements(self) -> dict[str, int]:
+        world = self.world
+        return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
 
     def second_channel(self, world: Any, judged: dict[str, Verdict]) -> dict[str, Verdict]:
         return judged
 
     def hosts(self, world: Any) -> dict[str, str]:
         return host_names(world)
+
+    def log_moves(self, decision: Decision, result: Result) -> None:
+        for executed in result.executed:
+            for move in executed.run.results:
+                log_move(decision, move, executed.snapshot, self.moved, self.names.prefix + "move")
 
     def current(self) -> Any:
         return self.world
@@ -142,8 +141,7 @@ class _Kind:
 
     def _ctx_args(self, args: RunArgs) -> dict[str, Any]:
         """An operation context's handles (after its cloud)."""
-        h = self.handles
-        return {"journal": h.journal, "clock": h.clock, "notify": args.notify,
+        return {"journal": self.journal, "clock": self.clock, "notify": args.notify,
                 "should_stop": args.should_stop}  # fmt: skip
 
     @staticmethod
@@ -156,8 +154,9 @@ class _Kind:
 class RouterKind(_Kind):
     """Routers on L3 agents (module docstring)."""
 
-    def __init__(self, cloud: Cloud, handles: Handles, weights: Callable[[], WeightPolicy]):
-        super().__init__(handles)
+    def __init__(self, cloud: Cloud, journal: Journal, clock: Clock,
+                 weights: Callable[[], WeightPolicy]) -> None:  # fmt: skip
+        super().__init__(journal, clock)
         self.cloud = cloud
         self.cache = WorldCache(cloud, 1)
         self.weights = weights
@@ -229,11 +228,6 @@ class RouterKind(_Kind):
             snapshot = self.cache.snapshot or self.cache.full_read()
         return overlay(snapshot, verdict_of)
 
-    def log_moves(self, decision: Decision, result: Result) -> None:
-        for executed in result.executed:
-            for move in executed.run.results:
-                _log_move(decision, move, executed.snapshot)
-
     def acted(self, result: Result | None) -> None:
         if result is None:
             self.cache.force_full = True
@@ -262,8 +256,10 @@ class DhcpKind(_Kind):
 
     names = KindNames("dhcp_", "every DHCP gate has cleared", False, False)
 
-    def __init__(self, cloud: DhcpCloud, handles: Handles) -> None:
-        super().__init__(handles)
+    moved = "network"
+
+    def __init__(self, cloud: DhcpCloud, journal: Journal, clock: Clock) -> None:
+        super().__init__(journal, clock)
         self.cloud = cloud
         self.agents_per_network = 1
 
@@ -274,17 +270,11 @@ class DhcpKind(_Kind):
     def read_agents(self) -> list[Agent]:
         return self.cloud.list_dhcp_agents()
 
-    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> DhcpSnapshot:
-        if self._due(changed):
-            self.world = self.cloud.read_dhcp_snapshot()
-        world: DhcpSnapshot = self.world
-        return world
+    def read_world(self) -> DhcpSnapshot:
+        return self.cloud.read_dhcp_snapshot()
 
-    def placements(self) -> dict[str, int]:
-        world: DhcpSnapshot | None = self.world
-        if world is None:
-            return {}
-        return {a.id: len(world.networks_of_agent(a.id)) for a in world.agents}
+    def count(self, world: DhcpSnapshot, agent_id: str) -> int:
+        return len(world.networks_of_agent(agent_id))
 
     def decide(self, world: DhcpSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
         return decide_dhcp(world, verdict_of, self.agents_per_network)
@@ -303,38 +293,27 @@ class DhcpKind(_Kind):
         return run_dhcp_action(DhcpContext(self.cloud, **self._ctx_args(args), observer=judged),
                                request)  # fmt: skip
 
-    def log_moves(self, decision: Decision, result: Result) -> None:
-        for executed in result.executed:
-            snapshot: DhcpSnapshot = executed.snapshot
-            for move in executed.run.results:
-                network = snapshot.networks_by_id.get(move.move.network_id)
-                names = {network.id: network.name} if network is not None else {}
-                thing = named("network", move.move.network_id, names, "name")
-                log_move("dhcp_move", decision, move, thing, host_names(snapshot))
-
 
 class GatewayKind(_Kind):
     """Router gateways on OVN gateway chassis (module docstring)."""
 
-    def __init__(self, ovn: NeutronOvn, handles: Handles, min_chassis: int) -> None:
-        super().__init__(handles)
+    def __init__(self, ovn: NeutronOvn, journal: Journal, clock: Clock, min_chassis: int) -> None:
+        super().__init__(journal, clock)
         self.ovn = ovn
         self.min_chassis = min_chassis
 
     def read_agents(self) -> list[Agent]:
         return self.ovn.list_chassis()
 
+    def read_world(self) -> OvnSnapshot:
+        return self.ovn.read_ovn_snapshot()
+
     def refresh(self, agents: Sequence[Agent], changed: set[str]) -> OvnSnapshot:
-        if self._due(changed):
-            self.world = self.ovn.read_ovn_snapshot()
-        world: OvnSnapshot = self.world
+        world: OvnSnapshot = super().refresh(agents, changed)
         return replace(world, chassis=tuple(agents))  # the fresh heartbeats
 
-    def placements(self) -> dict[str, int]:
-        world: OvnSnapshot | None = self.world
-        if world is None:
-            return {}
-        return {c.id: len(world.routers_of(c.id)) for c in world.chassis}
+    def count(self, world: OvnSnapshot, agent_id: str) -> int:
+        return len(world.routers_of(agent_id))
 
     def decide(self, world: OvnSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
         return decide_gateways(world, verdict_of)
@@ -350,16 +329,6 @@ class GatewayKind(_Kind):
         )
         judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
         return evacuate(GatewayContext(self.ovn, **self._ctx_args(args), observer=judged), request)
-
-    def log_moves(self, decision: Decision, result: Result) -> None:
-        for executed in result.executed:
-            snapshot: OvnSnapshot = executed.snapshot
-            hosts = host_names(snapshot)
-            for move in executed.run.results:
-                router = snapshot.routers_by_id.get(move.move.router_id)
-                names = {router.id: router.name} if router else {}
-                thing = named("router", move.move.router_id, names, "name")
-                log_move("move", decision, move, thing, hosts)
 
 
 def _gateway_sample(snapshot: Snapshot, agent_id: str, count: int) -> list[str]:
