@@ -14,11 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from l3ha.cli.main import main
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.ovn import NeutronOvn
+from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.settings import WatchSettings, load_settings
 from l3ha.daemon.watch import Parts, Watcher
 from l3ha.emulator import CLOUD_NAME, Emulator
@@ -72,7 +74,8 @@ def scene(tmp_path: Path) -> Iterator[Scene]:
         neutron = connect(cloud=CLOUD_NAME)
         settings = _settings(tmp_path / "state")
         with Journal(settings.state_dir) as journal:
-            parts = Parts(settings, neutron, journal, clock, ovn=NeutronOvn(neutron, clock=clock))
+            ovn = NeutronOvn(neutron, clock=clock)
+            parts = Parts(settings, neutron, journal, clock, metrics=WatchMetrics("t"), ovn=ovn)
             scene = Scene(cloud.emulator, Watcher(parts), journal)
             scene.run(2.0)  # every chassis observed alive
             yield scene
@@ -98,6 +101,11 @@ def test_a_dead_chassis_is_evacuated_after_dead_after_and_none_fails_back(scene:
     assert MoveKind.FAILBACK not in outages
     assert scene.groups() == after  # nothing moves back by itself
     assert all(d["reachable"] for d in scene.emu.dataplane().values())
+    metrics = scene.watcher.parts.metrics
+    assert metrics is not None
+    text = generate_latest(metrics.registry).decode()
+    assert 'l3ha_agent_routers{host="gw-1"} 0.0' in text  # no primary back on its return
+    assert 'l3ha_agents{verdict="alive"} 3.0' in text and "l3ha_unhosted_routers 0.0" in text
 
 
 def test_a_southbound_outage_halts_and_writes_nothing(scene: Scene) -> None:
