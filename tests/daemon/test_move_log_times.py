@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from tests.executor.emulator_env import Env, start_env
 
-from l3ha.daemon.act import _log_move
 from l3ha.daemon.decide import Decision
 from l3ha.daemon.logevents import JsonFormatter
+from l3ha.daemon.watch_kinds import log_move
 from l3ha.executor import MoveOutcome, MoveResult
 from l3ha.model import Agent, Move, MoveKind, Router, Snapshot
 from l3ha.operations import Action
@@ -66,7 +66,7 @@ def _logged(result: MoveResult) -> dict[str, object]:
         (),
     )
     try:
-        _log_move(Decision(Action.EVACUATE, "dead", "a-src"), result, snapshot)
+        log_move(Decision(Action.EVACUATE, "dead", "a-src"), result, snapshot)
     finally:
         log.removeHandler(handler)
         log.setLevel(level)

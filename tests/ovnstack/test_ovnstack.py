@@ -296,3 +296,78 @@ def test_sb_outage_needs_an_ovn_stack(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["lab", "stack", "fault", "sb-outage", "1", "--dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no OVN stack is up" in err[0]
+
+
+# --- ``l3ha watch`` on the real stack (issue 19) ----------------------------------------
+#: Neutron pings the chassis on agent listings at most every agent_down_time // 2 = 7 s, so a
+#: live chassis' heartbeat moves about that often: dead after 18 s of none, seen twice.
+STACK_WATCH = ("--interval", "1", "--dead-after", "18", "--report-interval", "8",
+               "--dead-observations", "2", "--max-moves-per-cycle", "50")  # fmt: skip
+
+
+@pytest.fixture
+def watch(stack: OvnStack, tmp_path: Path) -> Iterator[Any]:
+    from tests.watch.daemon_process import WatchProcess
+
+    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=str(stack.layout.root / "clouds.yaml"),
+               OS_CLOUD=CLOUD_NAME)  # fmt: skip
+    args = [*STACK_WATCH, "--state-dir", str(tmp_path / "state")]
+    process = WatchProcess(tmp_path, env, args, "watch")
+    try:
+        process.wait_event("ready", timeout=60)
+        yield process
+    finally:
+        process.close()
+
+
+def moves_of(watch: Any) -> list[dict[str, object]]:
+    return [e for e in watch.events("move") if e["outcome"] not in ("skipped",)]
+
+
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_watch_evacuates_a_dead_chassis_and_nothing_fails_back(stack: OvnStack, watch: Any) -> None:
+    for host in stack.spec.hosts:
+        wait_alive(stack, host, True, DEAD_TIMEOUT_S)
+    router = stack.routers[0]
+    victim = stack.primary(router)
+    began = time.monotonic()
+    fault(stack, "kill-node", victim)
+    action = watch.wait_event("action", timeout=DEAD_TIMEOUT_S, agent_host=victim)
+    dead_after = time.monotonic() - began
+    watch.wait_event("move", timeout=60)
+    deadline = time.monotonic() + 60
+    while any(victim in [h for h, _, _ in rows] for rows in groups(stack).values()):
+        assert time.monotonic() < deadline, f"{victim} still in a group: {watch.tail()}"
+        time.sleep(1.0)
+    report(f"watch: {victim} evacuated {dead_after:.1f} s after its crash ({action['reason']}); "
+           f"groups {groups(stack)}")  # fmt: skip
+    answering_all(stack)
+    addresses = [r["gateway_ip"] for r in stack.routers]
+    silent = longest_silences(addresses, WATCH_S, lambda: fault(stack, "revive-node", victim))
+    wait_alive(stack, victim, True, DEAD_TIMEOUT_S)
+    report(f"watch: revive {victim}: longest silence per gateway "
+           f"{ {a: round(s, 1) for a, s in silent.items()} }")  # fmt: skip
+    assert max(silent.values()) < NO_OUTAGE_S, silent
+    assert victim not in [stack.primary(r) for r in stack.routers]
+    assert {e["outcome"] for e in moves_of(watch)} <= {"removed", "replaced"}, watch.tail()
+    assert watch.terminate() == 0
+
+
+@pytest.mark.root
+@pytest.mark.neutron
+@pytest.mark.slow
+@needs_stack
+def test_watch_halts_through_a_southbound_outage_and_writes_nothing(
+    stack: OvnStack, watch: Any
+) -> None:
+    for host in stack.spec.hosts:
+        wait_alive(stack, host, True, DEAD_TIMEOUT_S)
+    fault(stack, "sb-outage", "30")  # longer than dead_after: every chassis goes silent
+    halt = watch.wait_event("halt", timeout=5)
+    report(f"watch: southbound down 30 s: {halt['reason']}; moves {len(moves_of(watch))}")
+    time.sleep(20.0)  # the outage's end and Neutron's own reaction, watched
+    assert watch.events("action") == [] and moves_of(watch) == [], watch.tail()
+    assert watch.terminate() == 0

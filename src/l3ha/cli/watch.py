@@ -1,7 +1,8 @@
 """``l3ha watch``: the automatic failover daemon. I/O: cloud, journal, coordination, metrics.
 
 Parses the options (flags over ``--config-file`` over ``/etc/l3ha/l3ha.conf``
-over defaults, ``l3ha.daemon.settings``), builds the daemon's parts and runs
+over defaults, ``l3ha.daemon.settings``), tells the cloud's backend (``--backend``:
+L3 agents, or ML2/OVN gateway chassis), builds the daemon's parts and runs
 ``l3ha.daemon.watch.Watcher``; it decides nothing itself.
 """
 
@@ -21,6 +22,10 @@ DESCRIPTION = (
     "'alive' flag), halt every move while many agents look dead at once (a control-plane "
     "fault) or just after such an outage, and otherwise evacuate dead agents, bind "
     "unhosted routers and replace HA replicas on dead agents, within a move budget. "
+    "On ML2/OVN (--backend, told from the agents by default) the agents are the gateway "
+    "chassis: a chassis dead beyond --dead-after is taken out of every router's group, so "
+    "it cannot fail routers back when it returns, with a replacement at the lowest priority "
+    "where a router would keep fewer than --min-chassis live chassis. "
     "Several instances elect one leader (--coordination); the others observe. "
     "SIGTERM finishes the moves in flight and exits; SIGHUP re-reads the configuration."
 )
@@ -28,6 +33,8 @@ DESCRIPTION = (
 
 def register(sub: Any) -> None:
     """Add ``l3ha watch``."""
+    from l3ha.cli.ovn import add_backend_option
+    from l3ha.cli.ovn_actions import add_ovn_options
     from l3ha.daemon.settings import add_watch_arguments
 
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -35,6 +42,8 @@ def register(sub: Any) -> None:
     )
     add_cloud_options(parser, api_rate_default=None)  # the api_rate option decides
     add_watch_arguments(parser)
+    add_backend_option(parser)
+    add_ovn_options(parser)
     parser.add_argument(
         "--member-id",
         metavar="NAME",
@@ -54,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     from l3ha.daemon.settings import load_settings
     from l3ha.daemon.watch import Parts, Watcher
     from l3ha.journal import Journal, StartedBy
+    from l3ha.ovn_model import DEFAULT_MIN_CHASSIS
 
     settings = load_settings(args)
     weights = load_weight_policy(args)
@@ -63,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         args.os_cloud = settings.os_cloud
     args.api_rate = settings.api_rate  # --api-rate, else the config file, else its default
     cloud = open_cloud(args)
+    ovn = _gateway_cloud(args, settings, cloud)
     clock = SystemClock()
     weigher = _weigher(args, cloud, weights, settings.weights_interval, clock)
     member = args.member_id or default_member_id()
@@ -85,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
                 reload=lambda: load_settings(args),
                 weigher=weigher,
                 dhcp_cloud=NeutronDhcp(cloud),  # used when settings.dhcp is on
+                ovn=ovn,
+                min_chassis=args.min_chassis or DEFAULT_MIN_CHASSIS,
             )
             watcher = Watcher(parts)
             _install_signals(watcher, settings.shutdown_timeout)
@@ -94,6 +107,33 @@ def _run(args: argparse.Namespace) -> int:
         leadership.close()
         if server is not None:
             server.stop()
+
+
+def _gateway_cloud(args: argparse.Namespace, settings: Any, cloud: Any) -> Any:
+    """The ML2/OVN reader when ``--backend`` says so or (auto) the agents show it, else None;
+    an option for the other backend, or not yet built for ML2/OVN, is one line, exit 2."""
+    from l3ha.cloud.ovn import NeutronOvn
+    from l3ha.errors import BadInputError
+    from l3ha.ovn_model import Backend
+
+    wanted = Backend(args.backend)
+    ovn = None if wanted is Backend.L3_AGENT else NeutronOvn(cloud)
+    if ovn is None or ovn.backend(wanted) is not Backend.OVN:
+        if args.min_chassis is not None:
+            raise BadInputError("--min-chassis is for ML2/OVN gateway chassis: this cloud has "
+                                "L3 agents")  # fmt: skip
+        return None
+    refused = {
+        "--dhcp is for DHCP agents: this is an ML2/OVN cloud": settings.dhcp,
+        "--dataplane-probe is for L3 agents: this is an ML2/OVN cloud": settings.dataplane_probe,
+        "--auto-rebalance is not yet on ML2/OVN (run 'l3ha watch' without it)": (
+            settings.auto_rebalance
+        ),
+    }
+    for message, given in refused.items():
+        if given:
+            raise BadInputError(message)
+    return ovn
 
 
 def _weigher(

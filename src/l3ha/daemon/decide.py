@@ -9,28 +9,32 @@ routers, then repair (bind unhosted routers, replace HA replicas on dead
 agents) when there is something to repair, then — only with auto-rebalance
 and a healthy fleet — rebalance. ``decide_dhcp`` does the same for DHCP
 agents (``--dhcp``): evacuate each dead DHCP agent that hosts networks, else
-repair networks below their copy count.
+repair networks below their copy count. ``decide_gateways`` (ML2/OVN): evacuate
+each dead gateway chassis still in a router's group; nothing else (a returning
+chassis gets nothing back by itself).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import Verdict
 from l3ha.model import Snapshot
 from l3ha.operations.request import Action, DhcpAction
+from l3ha.ovn_model import OvnSnapshot
 
-W = TypeVar("W", Snapshot, DhcpSnapshot)
+W = TypeVar("W", Snapshot, DhcpSnapshot, OvnSnapshot)
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One action the daemon takes, on which agent, and why (for the log)."""
+    """One action the daemon takes (an action of any kind), on which agent, and why."""
 
-    action: Action
+    action: StrEnum
     reason: str
     agent: str | None = None
 
@@ -38,11 +42,13 @@ class Decision:
 def overlay(snapshot: W, verdict_of: Mapping[str, Verdict]) -> W:
     """The snapshot (of any kind) with each agent's ``alive`` replaced by l3ha's own
     judgement."""
+    field = "chassis" if isinstance(snapshot, OvnSnapshot) else "agents"
     agents = tuple(
         replace(a, alive=verdict_of.get(a.id, Verdict.ALIVE) is not Verdict.DEAD)
-        for a in snapshot.agents
+        for a in getattr(snapshot, field)
     )
-    return replace(snapshot, agents=agents)
+    judged: dict[str, Any] = {field: agents}
+    return replace(snapshot, **judged)
 
 
 def targets(verdict_of: Mapping[str, Verdict]) -> tuple[str, ...]:
@@ -86,22 +92,13 @@ def _all_settled(verdict_of: Mapping[str, Verdict]) -> bool:
 # --- DHCP (``l3ha watch --dhcp``) ----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class DhcpDecision:
-    """One DHCP action the daemon takes, on which DHCP agent, and why."""
-
-    action: DhcpAction
-    reason: str
-    agent: str | None = None
-
-
 def decide_dhcp(
     snapshot: DhcpSnapshot, verdict_of: Mapping[str, Verdict], agents_per_network: int
-) -> list[DhcpDecision]:
+) -> list[Decision]:
     """Evacuate each DHCP agent judged dead that hosts networks; then, when a network is
     below its count on the agents l3ha judges alive, repair (never trim)."""
     decisions = [
-        DhcpDecision(DhcpAction.EVACUATE, f"DHCP agent {a.host} is dead (l3ha's observation)", a.id)
+        Decision(DhcpAction.EVACUATE, f"DHCP agent {a.host} is dead (l3ha's observation)", a.id)
         for a in sorted(snapshot.agents, key=lambda a: a.host)
         if verdict_of.get(a.id) is Verdict.DEAD and snapshot.networks_of_agent(a.id)
     ]
@@ -113,9 +110,21 @@ def decide_dhcp(
     ]
     if short and not decisions:
         decisions.append(
-            DhcpDecision(
+            Decision(
                 DhcpAction.REPAIR,
                 f"{len(short)} network(s) on fewer than {agents_per_network} live DHCP agent(s)",
             )
         )
     return decisions
+
+
+# --- OVN gateway chassis (``l3ha watch`` on ML2/OVN) -------------------------------
+
+
+def decide_gateways(snapshot: OvnSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
+    """Evacuate each gateway chassis judged dead that is still in a router's group."""
+    return [
+        Decision(Action.EVACUATE, f"gateway chassis {c.host} is dead (l3ha's observation)", c.id)
+        for c in sorted(snapshot.chassis, key=lambda c: c.host)
+        if verdict_of.get(c.id) is Verdict.DEAD and snapshot.routers_of(c.id)
+    ]

@@ -22,11 +22,12 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from l3ha.daemon.decide import Decision, DhcpDecision
+from l3ha.daemon.decide import Decision
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import CALM_VERDICTS, Verdict
 from l3ha.model import Snapshot
 from l3ha.operations.request import OperationResult
+from l3ha.ovn_model import OvnSnapshot
 
 log = logging.getLogger("l3ha.watch")
 
@@ -47,8 +48,10 @@ def named(
     return {field: object_id, f"{field}_{suffix}": name}
 
 
-def host_names(snapshot: Snapshot | DhcpSnapshot | None) -> dict[str, str]:
+def host_names(snapshot: Snapshot | DhcpSnapshot | OvnSnapshot | None) -> dict[str, str]:
     """Agent id -> host, from any kind's snapshot (none: nothing known)."""
+    if isinstance(snapshot, OvnSnapshot):
+        return {c.id: c.host for c in snapshot.chassis}
     return {a.id: a.host for a in snapshot.agents} if snapshot is not None else {}
 
 
@@ -75,7 +78,7 @@ def log_verdict_changes(
 
 
 def moves_by_outcome(
-    results: Iterable[tuple[Decision | DhcpDecision, OperationResult[Any, Any]]],
+    results: Iterable[tuple[Decision, OperationResult[Any, Any]]],
 ) -> dict[tuple[str, str], int]:
     """Moves per (action, outcome) of a cycle's results, any kind, for the metrics."""
     counts: dict[tuple[str, str], int] = {}

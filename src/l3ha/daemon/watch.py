@@ -4,12 +4,13 @@ Every instance observes (so its metrics and verdicts stay live); only the
 leader acts. A cycle:
 
 1. leadership: a follower tries to take the lock; on taking it, the world is
-   read in full and interrupted operations are finished (``resume``);
-2. ``Observer.look``: heartbeats, verdicts, the fleet gates, the second
-   channel (``l3ha.daemon.observe``);
-3. if no gate halts and this instance leads: ``decide`` and the operations
-   layer act within the move budget (``l3ha.daemon.act``);
-4. metrics, one log event per decision, the status file ``l3ha check``
+   read in full and interrupted operations are finished (the kind's ``take_over``);
+2. the watch half of the cloud's kind (``l3ha.daemon.kind_watch``): routers on L3
+   agents, or on ML2/OVN (``Parts.ovn``) router gateways on gateway chassis —
+   heartbeats, verdicts, the fleet gates, the second channel; if no gate halts and
+   this instance leads, decisions run through the operations layer within the move
+   budget; with ``--dhcp`` the DHCP networks' half the same way, on the budget left;
+3. metrics, one log event per decision, the status file ``l3ha check``
    reads (``l3ha.daemon.status``), the systemd watchdog.
 
 Router weights come from ``Parts.weights`` and, with a ``Parts.weigher``
@@ -30,32 +31,31 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.daemon.act import Acted, Hands
 from l3ha.daemon.budget import MoveBudget
-from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec
-from l3ha.daemon.decide import Decision, decide
-from l3ha.daemon.dhcp_watch import DhcpCycle, DhcpWatch
+from l3ha.daemon.kind_watch import Acted, KindWatch, RunArgs, View
 from l3ha.daemon.leader import Leadership
-from l3ha.daemon.logevents import event, host_names, log_verdict_changes, moves_by_outcome
+from l3ha.daemon.logevents import event, moves_by_outcome
 from l3ha.daemon.metrics import WatchMetrics
-from l3ha.daemon.observe import Observer, ProbeSettings, View
 from l3ha.daemon.sdnotify import Notifier
 from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.status import dhcp_status, status_document, stopped_document, write_status
+from l3ha.daemon.watch_kinds import DhcpKind, GatewayKind, RouterKind
 from l3ha.errors import CoordinationError, L3haError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal, OperationStatus
 from l3ha.measurement import Weigher
-from l3ha.model import Halt, Snapshot
-from l3ha.operations import Action, ActionRequest, OperationContext, resume
+from l3ha.model import Snapshot
+from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
 from l3ha.weights import WeightPolicy, weight_distribution
 
-log = logging.getLogger("l3ha.watch")
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
 
 #: The journal's kind of a halt's operation (``l3ha history`` lists it).
 HALT_KIND = "halt"
@@ -78,6 +78,8 @@ class Parts:
     reload: Callable[[], WatchSettings] | None = None
     weigher: Weigher | None = None
     dhcp_cloud: DhcpCloud | None = None  # with settings.dhcp: DHCP networks are watched too
+    ovn: NeutronOvn | None = None  # an ML2/OVN cloud: gateway chassis instead of L3 agents
+    min_chassis: int = DEFAULT_MIN_CHASSIS  # on ML2/OVN: live chassis every router keeps
 
 
 class Watcher:
@@ -88,14 +90,18 @@ class Watcher:
         self.clock = parts.clock
         self.stopping = threading.Event()
         self._reload = threading.Event()
-        self._halts: set[tuple[str, str]] = set()
-        self._verdicts: dict[str, Verdict] = {}
         self._ready = False
         self.cycles = 0
         self._weights_exported = 0
-        self.observer = Observer(parts.cloud, HealthPolicy(), parts.settings.interval, 1)
-        self.dhcp: DhcpWatch | None = None
-        self._dhcp_last: DhcpCycle | None = None  # for the status file
+        handles = (parts.journal, parts.clock)
+        self.kind: RouterKind | GatewayKind = (
+            RouterKind(parts.cloud, *handles, self.weights)
+            if parts.ovn is None
+            else GatewayKind(parts.ovn, *handles, parts.min_chassis)
+        )
+        self.main: KindWatch[Any] = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
+        self.dhcp: KindWatch[Any] | None = None
+        self._dhcp_last: tuple[View[Any], Acted] | None = None  # for the status file
         self._last_status: dict[str, object] | None = None  # the status file's last document
         self._configure(parts.settings)
 
@@ -110,8 +116,8 @@ class Watcher:
             max_dead_fraction=settings.max_dead_fraction,
             report_interval=settings.report_interval,
         )
-        probe = ProbeSettings(_probe_spec(settings), settings.probe_routers)
-        self.observer.reconfigure(policy, settings.interval, settings.full_resync, probe)
+        self.main.policy, self.main.interval = policy, settings.interval
+        self.kind.configure(settings)
         if self.parts.weigher is not None:  # measured weights keep their last reading
             self.parts.weigher.interval = settings.weights_interval
         self._configure_dhcp(settings, policy)
@@ -128,8 +134,10 @@ class Watcher:
             self._dhcp_last = None
             return
         if self.dhcp is None:
-            self.dhcp = DhcpWatch(self.parts.dhcp_cloud, self.parts.journal, self.clock, policy)
-        self.dhcp.reconfigure(policy, settings.dhcp_agents_per_network, settings.full_resync)
+            kind = DhcpKind(self.parts.dhcp_cloud, self.parts.journal, self.clock)
+            self.dhcp = KindWatch(kind, policy, settings.interval)
+        self.dhcp.policy, self.dhcp.interval = policy, settings.interval
+        self.dhcp.kind.configure(settings)
 
     def request_stop(self) -> None:
         """SIGTERM: finish what is in flight, then stop."""
@@ -181,15 +189,14 @@ class Watcher:
         started = self.clock.monotonic()
         self.cycles += 1
         leader = self._lead()
-        view = self.observer.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
-        self._report_view(view)
+        view = self.main.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
+        for halt in self.main.report(view):
+            if self.main.kind.names.journal_halts and not self.settings.dry_run:
+                _journal_halt(self.parts.journal, halt.reason.value, halt.message)
         self.weights()  # the measured weights are read again when their interval is up
-        decisions: list[Decision] = []
         acted = Acted()
-        if view.snapshot is not None and not view.halted and leader:
-            decisions = decide(view.snapshot, view.verdicts, self.settings.auto_rebalance)
-            if decisions:
-                acted = self._act(decisions, view)
+        if not view.halted and leader:
+            acted = self._act(self.main, view, view)
         if self.dhcp is not None:
             self._dhcp_cycle(view, leader)
         seconds = self.clock.monotonic() - started
@@ -221,14 +228,7 @@ class Watcher:
     def _take_over(self) -> None:
         """Newly leading: read everything, finish what an earlier leader left open."""
         event("leading", member=getattr(self.parts.leadership, "member_id", "local"))
-        self.observer.world.force_full = True
-        try:
-            result = resume(self._context(), self._request(Action.REPAIR))
-        except L3haError as exc:
-            event("resume_failed", logging.ERROR, error=str(exc))
-            return
-        if not result.recovered_ok or result.follow_up_code:
-            event("resume_incomplete", logging.WARNING, exit_code=result.exit_code)
+        self.kind.take_over(self._run_args())
 
     def _may_act(self) -> bool:
         if self.stopping.is_set():
@@ -249,91 +249,46 @@ class Watcher:
         weigher = self.parts.weigher
         return weigher.policy() if weigher is not None else self.parts.weights
 
-    def _request(self, action: Action) -> ActionRequest:
-        return ActionRequest(action, weights=self.weights(), execution=self._exec())
+    def _run_args(self) -> RunArgs:
+        return RunArgs(self._exec(), should_stop=lambda: not self._may_act())
 
-    def _context(self) -> OperationContext:
-        return OperationContext(
-            self.parts.cloud,
-            self.parts.journal,
-            self.clock,
-            notify=lambda text: event("notice", message=text),
-            should_stop=lambda: not self._may_act(),
-        )
-
-    def _act(self, decisions: list[Decision], view: View) -> Acted:
-        now = self.clock.monotonic()
-        disrupted = sum(1 for v in view.verdicts.values() if v in _DISRUPTED)
-        budget = self.budget.available(now, disrupted)
-        hands = Hands(
-            self._context(),
-            self.observer.world,
-            self._request(Action.REPAIR),
-            lambda: self.parts.cloud.read_snapshot(with_ha_state=True),
-        )
-        evacuations = [d for d in decisions if d.action is Action.EVACUATE]
-        acted = hands.act(evacuations, view.verdicts, budget)
-        world = self.observer.world.snapshot
-        if world is not None and len(evacuations) < len(decisions):  # decide on what is left
-            later = [
-                d
-                for d in decide(world, view.verdicts, self.settings.auto_rebalance)
-                if d.action is not Action.EVACUATE
-            ]
-            acted = hands.act(later, view.verdicts, budget, acted)
+    def _act(self, half: KindWatch[Any], view: View[Any], main: View[Any]) -> Acted:
+        """One kind's decisions within what the shared budget allows now (its disrupted
+        rate judged from the main kind's verdicts)."""
+        disrupted = sum(1 for v in main.verdicts.values() if v in _DISRUPTED)
+        budget = self.budget.available(self.clock.monotonic(), disrupted)
+        acted = half.act(view, budget, self._run_args())
         self.budget.spend(acted.moves_started, self.clock.monotonic())
         return acted
 
-    def _dhcp_cycle(self, view: View, leader: bool) -> None:
+    def _dhcp_cycle(self, main: View[Any], leader: bool) -> None:
         """The DHCP half: same judgement and gates, the budget the routers left (``--dhcp``)."""
         assert self.dhcp is not None
         now = self.clock.monotonic()
-        disrupted = sum(1 for v in view.verdicts.values() if v in _DISRUPTED)
-        done = self.dhcp.cycle(
-            now,
-            self.clock.wall().timestamp(),
-            may_act=leader and not view.halted and self._may_act(),
-            budget=self.budget.available(now, disrupted),
-            execution=self._exec(),
-            should_stop=lambda: not self._may_act(),
-        )
-        self.budget.spend(done.moves_started, self.clock.monotonic())
-        self._dhcp_last = done
+        view = self.dhcp.look(now, self.clock.wall().timestamp(), self.clock.monotonic)
+        self.dhcp.report(view)
+        acted = Acted()
+        if leader and not main.halted and not view.halted and self._may_act():
+            acted = self._act(self.dhcp, view, main)
+        self._dhcp_last = (view, acted)
         if self.parts.metrics is not None:
-            for (action, outcome), count in moves_by_outcome(done.results).items():
+            for (action, outcome), count in moves_by_outcome(acted.results).items():
                 self.parts.metrics.count_move(action, outcome, count)
 
     # --- reporting --------------------------------------------------------
 
-    def _report_view(self, view: View) -> None:
-        snapshot = view.snapshot
-        if snapshot is not None:
-            log_verdict_changes("verdict", view.verdicts, self._verdicts, host_names(snapshot))
-            self._verdicts = dict(view.verdicts)
-        keys = {_halt_key(h): h for h in view.halts}
-        for key, halt in keys.items():  # each halt is logged when it begins
-            if key not in self._halts:
-                event("halt", logging.WARNING, reason=halt.reason.value, message=halt.message)
-                if not self.settings.dry_run:  # a dry run writes nothing
-                    _journal_halt(self.parts.journal, halt.reason.value, halt.message)
-        if self._halts and not keys:
-            event("resumed", reason="every gate has cleared")
-        self._halts = set(keys)
-        if view.error:
-            event("read_failed", logging.ERROR, error=view.error)
-
-    def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
+    def _after_cycle(self, view: View[Any], acted: Acted, seconds: float) -> None:
         metrics = self.parts.metrics
         if metrics is not None:
             self._export(metrics, view, acted, seconds)
         self._write_status(view)
-        if not self._ready and view.snapshot is not None:
+        if not self._ready and view.world is not None:
             self._ready = True
             self.parts.notifier.ready("observing the cloud")
-            event("ready", agents=len(view.snapshot.agents), routers=len(view.snapshot.routers))
+            event("ready", agents=len(view.hosts_of), routers=len(view.world.routers))
         self.parts.notifier.watchdog()
 
-    def _write_status(self, view: View) -> None:
+    def _write_status(self, view: View[Any]) -> None:
         leadership = self.parts.leadership
         document = status_document(
             member=leadership.member_id if leadership else "local",
@@ -357,12 +312,13 @@ class Watcher:
         _save_status(self.settings.state_dir, document)
 
     def _dhcp_document(self) -> dict[str, object] | None:
-        done = self._dhcp_last
-        if self.dhcp is None or done is None:
+        if self.dhcp is None or self._dhcp_last is None:
             return None
-        return dhcp_status(done.halts, summarize(done.verdicts), done.error)
+        view, acted = self._dhcp_last
+        error = view.error or (acted.errors[-1][1] if acted.errors else "")
+        return dhcp_status(view.halts, summarize(view.verdicts), error)
 
-    def _export(self, metrics: WatchMetrics, view: View, acted: Acted, seconds: float) -> None:
+    def _export(self, metrics: WatchMetrics, view: View[Any], acted: Acted, seconds: float) -> None:
         metrics.observe_cycle(seconds)
         halt = view.halts[0] if view.halts else None
         metrics.set_gate(halt is not None, halt.reason.value if halt else "")
@@ -372,17 +328,23 @@ class Watcher:
             metrics.count_api_error(decision.action.value)
         for (action, outcome), count in moves_by_outcome(acted.results).items():
             metrics.count_move(action, outcome, count)
-        snapshot = view.snapshot
-        if snapshot is None:
+        world = view.world
+        if world is None:
             return
         metrics.set_agents_by_verdict(summarize(view.verdicts))
         metrics.set_partitioned(view.hosts(Verdict.PARTITIONED))
-        metrics.set_unhosted(len(snapshot.unhosted_routers()))
         weights = self.weights()
-        metrics.set_routers_per_agent(routers_per_host(snapshot, weights))
+        if isinstance(world, Snapshot):
+            metrics.set_unhosted(len(world.unhosted_routers()))
+            metrics.set_routers_per_agent(routers_per_host(world, weights))
+        elif isinstance(world, OvnSnapshot):
+            metrics.set_unhosted(
+                sum(1 for r in world.routers if world.group(r.id) and world.primary(r.id) is None)
+            )
+            metrics.set_routers_per_agent(primaries_per_host(world, weights))
         metrics.set_weights(
-            (weights.weight(r) for r in snapshot.routers),
-            weight_distribution(weights, snapshot.routers),
+            (weights.weight(r) for r in world.routers),
+            weight_distribution(weights, world.routers),
         )
         self._export_weight_readings(metrics)
         if not view.halted and not acted.failed:
@@ -396,11 +358,6 @@ class Watcher:
         metrics.weights_measured_at(time.time(), len(weigher.last.warnings))
 
 
-def _halt_key(halt: Halt) -> tuple[str, str]:
-    """A halt's identity across cycles: its reason and, for a zone, the zone."""
-    return halt.reason.value, str(halt.evidence.get("zone", ""))
-
-
 def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
     """Routers and busy routers per agent host (the metrics, the demo's tables)."""
     counts: dict[str, tuple[int, int]] = {}
@@ -412,8 +369,14 @@ def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tup
     return counts
 
 
-def _probe_spec(settings: WatchSettings) -> ProbeSpec | None:
-    return parse_probe_spec(settings.dataplane_probe) if settings.dataplane_probe else None
+def primaries_per_host(world: OvnSnapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
+    """Primaries and busy primaries per gateway chassis host (ML2/OVN's metrics)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for chassis in world.chassis:
+        routers = [world.routers_by_id.get(r) for r in world.primaries_of(chassis.id)]
+        busy = sum(1 for r in routers if r is not None and weights.is_busy(r))
+        counts[chassis.host] = (len(routers), busy)
+    return counts
 
 
 def _save_status(state_dir: Path, document: dict[str, object]) -> None:

@@ -1,0 +1,344 @@
+"""The kinds the watch daemon keeps: routers, DHCP networks, OVN router gateways. I/O: cloud
+reads and, through each kind's operations, writes; journal.
+
+Each class supplies what ``l3ha.daemon.kind_watch.KindWatch`` asks of a kind and
+nothing more:
+
+- ``RouterKind`` (L3 agents): the world is cached and refreshed agent by agent
+  (``l3ha.daemon.world``), the data-plane probe is its second channel, the router
+  operations act (``run_action``) and a new leader first finishes what an earlier one
+  left open (``resume``).
+- ``DhcpKind`` (``--dhcp``): the whole DHCP picture is read again when a verdict
+  changed, after it acted and every ``full_resync`` cycles; the DHCP operations act.
+- ``GatewayKind`` (ML2/OVN): the gateway chassis and every router's group, read like
+  the DHCP picture; a dead chassis is evacuated (``l3ha.operations.ovn.evacuate``):
+  taken out of every group so it cannot pre-empt back, a replacement at the lowest
+  priority where a router would keep fewer than ``min_chassis`` live chassis.
+
+Every kind plans on the world as l3ha judges it (``decide.overlay``): only its own
+DEAD verdict makes an agent dead, only agents it judges alive are targets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from l3ha.clock import Clock
+from l3ha.cloud.base import Cloud
+from l3ha.cloud.dhcp_base import DhcpCloud
+from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec, probe_gateways
+from l3ha.daemon.decide import Decision, decide, decide_dhcp, decide_gateways, overlay, targets
+from l3ha.daemon.kind_watch import KindNames, Result, RunArgs
+from l3ha.daemon.logevents import event, host_names, named
+from l3ha.daemon.settings import WatchSettings
+from l3ha.daemon.world import WorldCache
+from l3ha.dhcp_model import DhcpSnapshot
+from l3ha.errors import L3haError
+from l3ha.health import Verdict, dead_candidates, mark_partitioned
+from l3ha.journal import Journal
+from l3ha.model import Agent, Snapshot
+from l3ha.operations import Action, ActionRequest, OperationContext, resume, run_action
+from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
+from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate
+from l3ha.operations.request import DhcpAction, DhcpRequest, PlacementRequest
+from l3ha.ovn_model import OvnSnapshot
+from l3ha.weights import WeightPolicy
+
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
+
+Prober = Callable[[ProbeSpec, Sequence[str], float], list[str]]
+#: Every watch decision is journalled as the daemon's, with its reason.
+BY_WATCH = ("by", "watch")
+
+
+def log_move(
+    decision: Decision, move: Any, snapshot: Any, field: str = "router", name: str = "move"
+) -> None:
+    """One move event: the moved object (``field``: its id, and its name beside), the
+    agents' ids and hosts, the outcome; its times: ``write_seconds`` (its writes, read
+    back), ``seconds`` (until it finished), and since the run started ``written_after``
+    and ``finished_after``."""
+    planned = move.move
+    object_id = getattr(planned, f"{field}_id")
+    found = getattr(snapshot, f"{field}s_by_id").get(object_id)
+    hosts = host_names(snapshot)
+    event(
+        name,
+        action=decision.action.value,
+        **named(field, object_id, {object_id: found.name} if found else {}, "name"),
+        kind=planned.kind.value,
+        **named("source", planned.source, hosts),
+        **named("target", move.target or planned.target, hosts),
+        outcome=move.outcome.value,
+        reason=move.reason,
+        write_seconds=round(move.write_seconds, 3),
+        seconds=round(move.seconds, 3),
+        written_after=round(move.started_after + move.write_seconds, 3)
+        if move.write_seconds
+        else None,
+        finished_after=round(move.started_after + move.seconds, 3),
+    )
+
+
+class _Kind:
+    """What most kinds do alike: a world read whole when due, no second channel."""
+
+    names = KindNames()
+    #: What the kind moves, as its move events name it.
+    moved = "router"
+
+    def __init__(self, journal: Journal, clock: Clock) -> None:
+        self.journal, self.clock = journal, clock
+        self.full_resync = 30
+        self.world: Any = None
+        self._cycles = 0
+
+    def read_world(self) -> Any:
+        raise NotImplementedError
+
+    def count(self, world: Any, agent_id: str) -> int:
+        """Objects on the agent (for its verdict)."""
+        raise NotImplementedError
+
+    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Any:
+        """The whole world read again when a verdict changed, after a run, or when due."""
+        self._cycles += 1
+        if self.world is None or changed or self._cycles % self.full_resync == 0:
+            self.world = self.read_world()
+        return self.world
+
+    def placements(self) -> dict[str, int]:
+        world = self.world
+        return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
+
+    def second_channel(self, world: Any, judged: dict[str, Verdict]) -> dict[str, Verdict]:
+        return judged
+
+    def hosts(self, world: Any) -> dict[str, str]:
+        return host_names(world)
+
+    def log_moves(self, decision: Decision, result: Result) -> None:
+        for executed in result.executed:
+            for move in executed.run.results:
+                log_move(decision, move, executed.snapshot, self.moved, self.names.prefix + "move")
+
+    def current(self) -> Any:
+        return self.world
+
+    def acted(self, result: Result | None) -> None:
+        self.world = None  # read again next cycle: the moves (or a failure) changed it
+
+    def take_over(self, args: RunArgs) -> None:
+        """Newly leading: nothing to finish first."""
+
+    def configure(self, settings: WatchSettings) -> None:
+        """New settings (at start and on SIGHUP)."""
+        self.full_resync = max(1, settings.full_resync)
+
+    def _ctx_args(self, args: RunArgs) -> dict[str, Any]:
+        """An operation context's handles (after its cloud)."""
+        return {"journal": self.journal, "clock": self.clock, "notify": args.notify,
+                "should_stop": args.should_stop}  # fmt: skip
+
+    @staticmethod
+    def _request_args(decision: Decision, budget: int, args: RunArgs) -> dict[str, Any]:
+        """What every kind's request of a watch decision carries."""
+        return {"execution": args.execution, "move_budget": budget,
+                "journal_args": (BY_WATCH, ("reason", decision.reason))}  # fmt: skip
+
+
+class RouterKind(_Kind):
+    """Routers on L3 agents (module docstring)."""
+
+    def __init__(self, cloud: Cloud, journal: Journal, clock: Clock,
+                 weights: Callable[[], WeightPolicy]) -> None:  # fmt: skip
+        super().__init__(journal, clock)
+        self.cloud = cloud
+        self.cache = WorldCache(cloud, 1)
+        self.weights = weights
+        self.auto_rebalance = False
+        self.probe: ProbeSpec | None = None
+        self.probe_routers = 3
+        self.probe_timeout = 1.0
+        self.prober: Prober = probe_gateways
+
+    def read_agents(self) -> list[Agent]:
+        return self.cache.read_agents()
+
+    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Snapshot:
+        return self.cache.refresh(agents, changed)
+
+    def current(self) -> Snapshot | None:
+        return self.cache.snapshot
+
+    def placements(self) -> dict[str, int]:
+        snapshot = self.cache.snapshot
+        if snapshot is None:
+            return {}
+        return {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
+
+    def second_channel(self, world: Snapshot, judged: dict[str, Verdict]) -> dict[str, Verdict]:
+        """DEAD agents whose routers' gateways still answer become PARTITIONED."""
+        if self.probe is None:
+            return judged
+        answering = []
+        for agent_id in dead_candidates(judged):
+            addresses = _gateway_sample(world, agent_id, self.probe_routers)
+            if addresses and self.prober(self.probe, addresses, self.probe_timeout):
+                answering.append(agent_id)
+        return mark_partitioned(judged, answering)
+
+    def decide(self, world: Snapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
+        return decide(world, verdict_of, self.auto_rebalance)
+
+    def configure(self, settings: WatchSettings) -> None:
+        self.cache.full_resync = max(1, settings.full_resync)
+        self.auto_rebalance = settings.auto_rebalance
+        probe = settings.dataplane_probe
+        self.probe = parse_probe_spec(probe) if probe else None
+        self.probe_routers = settings.probe_routers
+
+    def _context(self, args: RunArgs, verdict_of: Mapping[str, Verdict] | None) -> OperationContext:
+        ctx = OperationContext(self.cloud, **self._ctx_args(args))
+        if verdict_of is not None:
+            ctx = replace(ctx, observer=lambda ha: self._judged_world(ha, verdict_of))
+        return ctx
+
+    def run(
+        self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
+    ) -> Result:
+        request = ActionRequest(
+            Action(decision.action),
+            weights=self.weights(),
+            placement=PlacementRequest(to=targets(verdict_of)),
+            agent=decision.agent,
+            max_moves=budget if decision.action is Action.REBALANCE else None,
+            **self._request_args(decision, budget, args),
+        )
+        return run_action(self._context(args, verdict_of), request)
+
+    def _judged_world(self, with_ha_state: bool, verdict_of: Mapping[str, Verdict]) -> Snapshot:
+        if with_ha_state:
+            snapshot = self.cloud.read_snapshot(with_ha_state=True)
+        else:
+            snapshot = self.cache.snapshot or self.cache.full_read()
+        return overlay(snapshot, verdict_of)
+
+    def acted(self, result: Result | None) -> None:
+        if result is None:
+            self.cache.force_full = True
+            return
+        touched: set[str] = set()
+        for executed in result.executed:
+            for move in executed.run.results:
+                touched.update(a for a in (move.move.source, move.move.target, move.target) if a)
+        self.cache.reread(touched)
+
+    def take_over(self, args: RunArgs) -> None:
+        """Read everything, finish what an earlier leader left open."""
+        self.cache.force_full = True
+        request = ActionRequest(Action.REPAIR, weights=self.weights(), execution=args.execution)
+        try:
+            result = resume(self._context(args, None), request)
+        except L3haError as exc:
+            event("resume_failed", logging.ERROR, error=str(exc))
+            return
+        if not result.recovered_ok or result.follow_up_code:
+            event("resume_incomplete", logging.WARNING, exit_code=result.exit_code)
+
+
+class DhcpKind(_Kind):
+    """Networks on DHCP agents (module docstring)."""
+
+    names = KindNames("dhcp_", "every DHCP gate has cleared", False, False)
+
+    moved = "network"
+
+    def __init__(self, cloud: DhcpCloud, journal: Journal, clock: Clock) -> None:
+        super().__init__(journal, clock)
+        self.cloud = cloud
+        self.agents_per_network = 1
+
+    def configure(self, settings: WatchSettings) -> None:
+        super().configure(settings)
+        self.agents_per_network = settings.dhcp_agents_per_network
+
+    def read_agents(self) -> list[Agent]:
+        return self.cloud.list_dhcp_agents()
+
+    def read_world(self) -> DhcpSnapshot:
+        return self.cloud.read_dhcp_snapshot()
+
+    def count(self, world: DhcpSnapshot, agent_id: str) -> int:
+        return len(world.networks_of_agent(agent_id))
+
+    def decide(self, world: DhcpSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
+        return decide_dhcp(world, verdict_of, self.agents_per_network)
+
+    def run(
+        self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
+    ) -> Result:
+        request = DhcpRequest(
+            DhcpAction(decision.action),
+            agent=decision.agent,
+            to=targets(verdict_of),
+            agents_per_network=self.agents_per_network,
+            **self._request_args(decision, budget, args),
+        )
+        judged = lambda: overlay(self.cloud.read_dhcp_snapshot(), verdict_of)  # noqa: E731
+        return run_dhcp_action(DhcpContext(self.cloud, **self._ctx_args(args), observer=judged),
+                               request)  # fmt: skip
+
+
+class GatewayKind(_Kind):
+    """Router gateways on OVN gateway chassis (module docstring)."""
+
+    def __init__(self, ovn: NeutronOvn, journal: Journal, clock: Clock, min_chassis: int) -> None:
+        super().__init__(journal, clock)
+        self.ovn = ovn
+        self.min_chassis = min_chassis
+
+    def read_agents(self) -> list[Agent]:
+        return self.ovn.list_chassis()
+
+    def read_world(self) -> OvnSnapshot:
+        return self.ovn.read_ovn_snapshot()
+
+    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> OvnSnapshot:
+        world: OvnSnapshot = super().refresh(agents, changed)
+        return replace(world, chassis=tuple(agents))  # the fresh heartbeats
+
+    def count(self, world: OvnSnapshot, agent_id: str) -> int:
+        return len(world.routers_of(agent_id))
+
+    def decide(self, world: OvnSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
+        return decide_gateways(world, verdict_of)
+
+    def run(
+        self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
+    ) -> Result:
+        request = GatewayRequest(
+            GatewayAction(decision.action.value),
+            str(decision.agent),
+            min_chassis=self.min_chassis,
+            **self._request_args(decision, budget, args),
+        )
+        judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
+        return evacuate(GatewayContext(self.ovn, **self._ctx_args(args), observer=judged), request)
+
+
+def _gateway_sample(snapshot: Snapshot, agent_id: str, count: int) -> list[str]:
+    """Gateway addresses of up to ``count`` of the agent's legacy routers (first address
+    each). HA and DVR routers are left out: their gateway may answer from another node."""
+    addresses: list[str] = []
+    for binding in sorted(snapshot.bindings_of_agent(agent_id), key=lambda b: b.router_id):
+        router = snapshot.routers_by_id.get(binding.router_id)
+        if router is not None and router.gateway_ips and not (router.ha or router.distributed):
+            addresses.append(router.gateway_ips[0])
+        if len(addresses) >= count:
+            break
+    return addresses
