@@ -17,6 +17,17 @@ from l3ha.hastate.audit import Severity
 from l3ha.ovn_model import OvnSnapshot
 
 
+def control_plane_fault(world: OvnSnapshot) -> str | None:
+    """Why no gateway action may act on ``world``: every gateway chassis reads dead at
+    once (a southbound outage looks so: the control plane's fault, not the chassis')."""
+    if world.chassis and not any(c.alive for c in world.chassis):
+        return (
+            "every gateway chassis reads dead: the control plane's fault (a southbound "
+            "outage?), not the chassis'; nothing changed"
+        )
+    return None
+
+
 def check_gateways(world: OvnSnapshot, min_chassis: int, threshold_pct: int) -> CheckResult:
     """The check's verdict on an ML2/OVN cloud (module docstring)."""
     live = [c for c in world.chassis if c.alive]
