@@ -89,6 +89,7 @@ def undrain(
         args = {"command": "undrain", "agent": agent, "chassis": chassis.id}
         op_id, _ = ctx.journal.begin_operation(UNDRAIN_KIND, args, (), ObjectKind.GATEWAY)
         ctx.journal.finish_operation(op_id, OperationStatus.DONE, f"undrain {chassis.host}")
+    ctx.notify(f"gateway chassis {chassis.host} is eligible for primaries again")
     if not then_rebalance:
         return GatewayResult(GatewayAction.UNDRAIN)
     eligible = replace(request, drained=drained - {chassis.id})
