@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from l3ha.model import Agent, Router
+from l3ha.model import Router
 from l3ha.ovn_model import HIGHEST_PRIORITY, OvnSnapshot
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, GatewayPlan
 from l3ha.planner.lowerbound import balance_bound
@@ -32,7 +32,6 @@ class _Loads:
     """Each pool chassis' primaries (the movable ones), busy count and weight, as the plan
     changes them."""
 
-    pool: list[Agent]
     weights: WeightPolicy
     on: dict[str, list[Router]] = field(default_factory=dict)
     moved: set[str] = field(default_factory=set)
@@ -87,7 +86,7 @@ def plan_gateway_rebalance(
 ) -> GatewayPlan:
     """Even out primaries over the live chassis not in ``drained`` (module docstring)."""
     pool = sorted((c for c in world.chassis if c.alive and c.id not in drained), key=lambda c: c.id)
-    loads = _Loads(pool, weights, {c.id: [] for c in pool})
+    loads = _Loads(weights, {c.id: [] for c in pool})
     warnings: list[str] = []
     for router in sorted(world.routers, key=lambda r: r.id):
         primary = world.primary(router.id)
