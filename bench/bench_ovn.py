@@ -251,6 +251,8 @@ def run(args: argparse.Namespace) -> int:
             bench.drain()
     finally:
         ovn_teardown(directory)
+        if args.dir is None:
+            directory.parent.rmdir()  # the temporary parent made above, empty now
     print("\n| what | measured |\n|---|---|")
     for what, figure in bench.rows:
         print(f"| {what} | {figure} |")
