@@ -7,18 +7,40 @@
   pre-empt it back when it returns, a second outage (``l3ha evacuate`` prevents it);
 - WARNING instead of the above when every gateway chassis reads dead at once: that is the
   control plane (a southbound outage), not the chassis;
-- WARNING: a live chassis carrying more primaries than the mean plus ``threshold_pct``.
+- WARNING: a live chassis carrying more primaries than the mean plus ``threshold_pct``;
+- WARNING: a router gateway port Neutron failed to bind (``binding:vif_type`` is
+  ``binding_failed``, or it has no binding host): Neutron refuses to bind to an agent it
+  thinks dead, e.g. while its agent cache lags after a burst of OVN events.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from l3ha.checks import CheckResult, Problem, about
 from l3ha.hastate.audit import Severity
-from l3ha.ovn_model import OvnSnapshot
+from l3ha.ovn_model import GatewayPort, OvnSnapshot
 
 
-def check_gateways(world: OvnSnapshot, min_chassis: int, threshold_pct: int) -> CheckResult:
-    """The check's verdict on an ML2/OVN cloud (module docstring)."""
+def control_plane_fault(world: OvnSnapshot) -> str | None:
+    """Why no gateway action may act on ``world``: every gateway chassis reads dead at
+    once (a southbound outage looks so: the control plane's fault, not the chassis')."""
+    if world.chassis and not any(c.alive for c in world.chassis):
+        return (
+            "every gateway chassis reads dead: the control plane's fault (a southbound "
+            "outage?), not the chassis'; nothing changed"
+        )
+    return None
+
+
+def check_gateways(
+    world: OvnSnapshot,
+    min_chassis: int,
+    threshold_pct: int,
+    ports: Sequence[GatewayPort] = (),
+) -> CheckResult:
+    """The check's verdict on an ML2/OVN cloud (module docstring); ``ports``: the routers'
+    gateway ports."""
     live = [c for c in world.chassis if c.alive]
     if world.chassis and not live:
         problems = [
@@ -31,11 +53,16 @@ def check_gateways(world: OvnSnapshot, min_chassis: int, threshold_pct: int) -> 
         ]
     else:
         problems = [*_groups(world, min(min_chassis, len(live))), *_imbalance(world, threshold_pct)]
+    unbound = sorted({p.router_id for p in ports if p.unbound})
+    if unbound:
+        words = "whose gateway port Neutron failed to bind (binding_failed or no host)"
+        problems.append(_about(Severity.WARNING, "gateway_unbound", words, unbound))
     severity = max((p.severity for p in problems), default=Severity.OK)
     perf = {
         "chassis": len(world.chassis),
         "dead_chassis": len(world.chassis) - len(live),
         "routers": len(world.routers),
+        "unbound_gateway_ports": sum(1 for p in ports if p.unbound),
     }
     return CheckResult(severity, tuple(problems), perf)
 

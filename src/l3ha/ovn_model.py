@@ -56,6 +56,25 @@ class GatewayBinding:
     priority: int
 
 
+@dataclass(frozen=True, slots=True)
+class GatewayPort:
+    """A router's gateway port as Neutron's port binding shows it: ``host`` empty or
+    ``vif_type`` ``binding_failed`` when Neutron failed to bind it."""
+
+    router_id: str
+    port_id: str
+    host: str
+    vif_type: str
+
+    @property
+    def unbound(self) -> bool:
+        return not self.host or self.vif_type == BINDING_FAILED
+
+
+#: Neutron's ``binding:vif_type`` of a port it failed to bind.
+BINDING_FAILED = "binding_failed"
+
+
 @dataclass(frozen=True)
 class OvnSnapshot:
     """Gateway chassis, routers and their chassis priorities as observed at one moment."""

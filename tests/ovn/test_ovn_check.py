@@ -69,3 +69,18 @@ def test_an_l3_only_option_is_unknown_with_one_line(
     captured = capsys.readouterr()
     assert code == 3
     assert captured.err.count("\n") == 1 and "--dhcp is for L3 agents" in captured.err
+
+
+def test_a_gateway_port_neutron_failed_to_bind_is_reported(
+    emulator: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ports = NeutronOvn(connect(cloud=CLOUD)).gateway_ports()
+    assert len(ports) == 6 and not any(p.unbound for p in ports)
+    assert {p.host for p in ports} == {"gw-1", "gw-2", "gw-3"}  # each on its primary's host
+    router = sorted(p.router_id for p in ports)[2]
+    emulator.faults.gateway_unbound(router)
+    code, doc = check(capsys)
+    assert (code, kinds(doc)) == (1, ["gateway_unbound"])
+    (problem,) = doc["problems"]
+    assert problem["routers"] == [router] and "failed to bind" in problem["detail"]
+    assert doc["perfdata"]["unbound_gateway_ports"] == 1

@@ -154,7 +154,8 @@ def register(sub: Any) -> None:
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="cap the rebalance")
     add_placement_options(p, targets=False)
     add_execution_options(p)
-    p.set_defaults(func=lambda a: run_command(Action.UNDRAIN, a))
+    add_backend_option(p)
+    p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.UNDRAIN, a))
 
     p = _action_parser(
         sub,
@@ -180,7 +181,10 @@ def register(sub: Any) -> None:
     add_placement_options(p)
     add_execution_options(p)
     add_force_option(p)
-    p.set_defaults(func=lambda a: run_command(Action.REBALANCE, a), finishes_interrupted=True)
+    add_backend_option(p)
+    p.set_defaults(
+        func=lambda a: _on_gateways_or_routers(Action.REBALANCE, a), finishes_interrupted=True
+    )
 
     p = _action_parser(
         sub,
@@ -253,8 +257,8 @@ def executor_options(args: argparse.Namespace) -> ExecutorOptions:
 
 
 def _on_gateways_or_routers(action: Action, args: argparse.Namespace) -> int:
-    """``l3ha evacuate|drain``: gateway chassis on ML2/OVN (``l3ha.cli.ovn_actions``), else
-    routers."""
+    """``l3ha evacuate|drain|undrain|rebalance``: gateway chassis on ML2/OVN
+    (``l3ha.cli.ovn_actions``), else routers."""
     from contextlib import nullcontext
 
     ovn = gateway_backend(args)

@@ -176,11 +176,12 @@ def _gateways(args: argparse.Namespace, snapshot: Any) -> CheckResult | None:
         if ovn is None:
             return None
         world = ovn.read_ovn_snapshot()
+        ports = ovn.gateway_ports()
     except UserError:
         raise
     except L3haError as exc:
         return _unknown_result(str(exc))
-    return check_gateways(world, args.replicas, args.imbalance_threshold)
+    return check_gateways(world, args.replicas, args.imbalance_threshold, ports)
 
 
 def _unknown_result(error: str) -> CheckResult:

@@ -1,11 +1,13 @@
-"""``l3ha evacuate`` and ``drain`` on ML2/OVN: the gateway chassis actions' options, run
-and output.
+"""``l3ha evacuate``, ``drain``, ``undrain`` and ``rebalance`` on ML2/OVN: the gateway
+chassis actions' options, run and output.
 I/O: opens the cloud and the journal, writes the terminal.
 
 Only parses options into a ``GatewayRequest``, calls ``l3ha.operations.ovn`` and prints
 one row per router move (``-f json|yaml``: the run's summary), then the warnings and the
-problems the verification found. Exit codes as for routers: 0 done, 1 a move failed or
-the verification found a problem, 2 bad input, 3 refused by a safety gate.
+problems the verification found; a rebalance also prints its lower bound and the primaries
+per chassis before and after (planned, for a dry run). Exit codes as for routers: 0 done,
+1 a move failed or the verification found a problem, 2 bad input, 3 refused by a safety
+gate.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from l3ha.cloud.ovn import NeutronOvn
     from l3ha.executor import ExecutorOptions
     from l3ha.journal import Journal
+    from l3ha.operations.ovn import GatewayContext, GatewayExecuted, GatewayResult
 
 #: Options of ``l3ha evacuate`` that have no meaning for gateway chassis.
 L3_ONLY = (
@@ -77,25 +80,83 @@ def run_gateway_action(
     journal: Journal | None,
     say: Callable[[str], None],
 ) -> int:
-    """``l3ha evacuate|drain CHASSIS`` on ML2/OVN (``journal``: None only for a dry run)."""
+    """``l3ha evacuate|drain|undrain|rebalance`` on ML2/OVN (``journal``: None only for a
+    dry run)."""
     from l3ha.clock import SystemClock
     from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain, evacuate
 
-    request = GatewayRequest(
-        GatewayAction(action),
-        args.agent,
-        min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
-        execution=execution,
-    )
-    run = drain if request.action is GatewayAction.DRAIN else evacuate
-    result = run(GatewayContext(ovn, journal, SystemClock(), say), request)
+    ctx = GatewayContext(ovn, journal, SystemClock(), say)
+    if action in (GatewayAction.REBALANCE, GatewayAction.UNDRAIN):
+        result = _run_rebalance(action, args, ctx, execution)
+    else:
+        request = GatewayRequest(
+            GatewayAction(action),
+            args.agent,
+            min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
+            execution=execution,
+        )
+        run = drain if request.action is GatewayAction.DRAIN else evacuate
+        result = run(ctx, request)
     for step in result.executed:
-        if args.format != "table":
-            emit_document(step.run.summary(), args.format)
-        elif step.run.results:
-            emit([r.as_row() for r in step.run.results], "table")
-        for warning in step.run.warnings:
-            say(f"warning: {warning}")
+        _print_step(step, args.format, say)
     for problem in result.problems:
         sys.stderr.write(f"l3ha: problem: {problem}\n")
     return result.exit_code
+
+
+def _run_rebalance(
+    action: str, args: argparse.Namespace, ctx: GatewayContext, execution: ExecutorOptions
+) -> GatewayResult:
+    """``l3ha rebalance`` or ``l3ha undrain CHASSIS [--rebalance]`` on ML2/OVN."""
+    from l3ha.cli.common import load_weight_policy
+    from l3ha.cli.weighing import measure_options, weigh
+    from l3ha.operations.ovn import GatewayAction
+    from l3ha.operations.ovn_rebalance import RebalanceRequest, rebalance, undrain
+
+    measure_options(args)  # a bad combination fails before the cloud is read
+    weights = weigh(args, load_weight_policy(args), ctx.ovn.cloud)
+    request = RebalanceRequest(weights, getattr(args, "max_moves", None), execution)
+    if action == GatewayAction.REBALANCE:
+        return rebalance(ctx, request)
+    return undrain(ctx, args.agent, request, bool(getattr(args, "rebalance", False)))
+
+
+def _print_step(step: GatewayExecuted, fmt: str, say: Callable[[str], None]) -> None:
+    """One plan's run: rows (or the summary document), its lower bound, the spread."""
+    bound = step.plan.lower_bound
+    if fmt != "table":
+        doc = step.run.summary()
+        if bound is not None:
+            doc |= {"lower_bound": bound, "primaries": primaries_spread(step)}
+        emit_document(doc, fmt)
+    elif step.run.results:
+        emit([r.as_row() for r in step.run.results], "table")
+    if fmt == "table" and bound is not None:
+        spread = primaries_spread(step)
+        shown = ", ".join(f"{h} {n[0]} -> {n[1]}" for h, n in spread.items())
+        sys.stdout.write(f"{len(step.plan.moves)} move(s); lower bound {bound}\n")
+        sys.stdout.write(f"primaries per chassis: {shown}\n")
+    for warning in step.run.warnings:
+        say(f"warning: {warning}")
+
+
+def primaries_spread(step: GatewayExecuted) -> dict[str, tuple[int, int]]:
+    """Primaries per live chassis host before the plan and after its moves (planned or
+    done: a move not done counts where it was). Pure."""
+    world = step.snapshot
+    done = {"moved", "planned"}
+    after = {r.move.router_id: r.move.target for r in step.run.results if r.outcome in done}
+    before: dict[str, int] = {}
+    then: dict[str, int] = {}
+    for chassis in sorted(world.chassis, key=lambda c: c.host):
+        if chassis.alive:
+            before[chassis.id] = then[chassis.id] = 0
+    for router in world.routers:
+        primary = world.primary(router.id)
+        if primary in before:
+            before[primary] += 1
+        moved_to = after.get(router.id) or primary
+        if moved_to in then:
+            then[moved_to] += 1
+    hosts = world.chassis_by_id
+    return {hosts[c].host: (before[c], then[c]) for c in before}

@@ -7,6 +7,8 @@ error translation and the pagination apply here too. The calls (docs/ovn.md):
 - ``GET /agents?agent_type=OVN Controller Gateway agent``: the gateway chassis.
 - ``GET /routers/{R}/l3-agents``: a router's chassis with ``ha_chassis_priority``, in no
   particular order (``OvnSnapshot.group`` sorts them).
+- ``GET /ports?device_owner=network:router_gateway``: the routers' gateway ports and
+  their binding (``binding:host_id``, ``binding:vif_type``), for ``l3ha check``.
 - ``POST /agents/{C}/l3-routers {"router_id": R, "ha_chassis_priority": N}`` (without a
   priority Neutron adds at the group's lowest minus one); ``PUT .../l3-routers/{R}
   {"ha_chassis_priority": N}`` (409 when another chassis of the group has N); ``DELETE``.
@@ -26,7 +28,16 @@ from l3ha.cloud.adapter import NeutronCloud
 from l3ha.cloud.transport import quoted
 from l3ha.errors import ReadBackError
 from l3ha.model import Agent
-from l3ha.ovn_model import GATEWAY_AGENT_TYPE, Backend, GatewayBinding, OvnSnapshot, detect_backend
+from l3ha.ovn_model import (
+    GATEWAY_AGENT_TYPE,
+    Backend,
+    GatewayBinding,
+    GatewayPort,
+    OvnSnapshot,
+    detect_backend,
+)
+
+ROUTER_GATEWAY_OWNER = "network:router_gateway"
 
 
 def bindings_from_router_agents(router_id: str, raw: list[dict[str, Any]]) -> list[GatewayBinding]:
@@ -86,6 +97,22 @@ class NeutronOvn:
         known = {c.id for c in chassis}
         bindings = [b for group in groups for b in group if b.chassis_id in known]
         return OvnSnapshot(tuple(chassis), tuple(routers), tuple(bindings), observed_at)
+
+    def gateway_ports(self) -> list[GatewayPort]:
+        """Every router gateway port with its binding (one paged listing)."""
+        raw = self._cloud.api.collection(
+            "/ports", "ports", "list router gateway ports", [("device_owner", ROUTER_GATEWAY_OWNER)]
+        )
+        return [
+            GatewayPort(
+                str(p.get("device_id") or ""),
+                str(p.get("id") or ""),
+                str(p.get("binding:host_id") or ""),
+                str(p.get("binding:vif_type") or ""),
+            )
+            for p in raw
+            if p.get("device_owner") == ROUTER_GATEWAY_OWNER
+        ]
 
     # --- writes (each read back) ----------------------------------------------
 

@@ -37,6 +37,7 @@ FAULT_ARGS: dict[str, list[tuple[str, type]]] = {
     "kill-chassis": [("chassis", str)],
     "revive-chassis": [("chassis", str)],
     "sb-outage": [("seconds", float)],
+    "gateway-unbound": [("router", str)],
 }
 
 #: Which agents of a host stop-agent/start-agent act on (the first is the default).
@@ -67,6 +68,8 @@ FAULT_HELP = {
     "whose highest priority it holds",
     "sb-outage": "SECONDS: (--ovn) the southbound database is out: every gateway agent "
     "alive:false, gateways keep forwarding",
+    "gateway-unbound": "ROUTER: (--ovn) Neutron fails to bind the router's gateway port (no "
+    "binding host), as it does when it thinks the chassis' agent dead",
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from l3ha.clock import Clock
 from l3ha.emulator.faults import AGENT_KINDS, FAULT_ARGS, Fault, FaultError, Step, parse_fault
 from l3ha.emulator.query import ApiError
-from l3ha.emulator.records import DHCP_AGENT, AgentRec
+from l3ha.emulator.records import DHCP_AGENT, AgentRec, RouterRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.sim_agents import AgentLifecycle
 from l3ha.emulator.sim_ovn import OvnSimulation
@@ -64,11 +64,16 @@ def _process_fault(action: Callable[[AgentLifecycle, AgentRec], None]) -> Apply:
     return apply
 
 
-def _split_brain(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
-    ref = args["router"]
-    router = inj.world.routers.get(ref) or next(
+def _router(inj: FaultInjector, ref: str) -> RouterRec | None:
+    """A router by id or name."""
+    return inj.world.routers.get(ref) or next(
         (r for r in inj.world.routers.values() if r.name == ref), None
     )
+
+
+def _split_brain(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
+    ref = args["router"]
+    router = _router(inj, ref)
     if router is None or not router.ha:
         raise FaultError(f"unknown HA router {ref!r}", status=404)
     masters = inj.sim.vrrp.split_brain(router, args.get("seconds", 3600.0))
@@ -119,6 +124,15 @@ def _sb_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
     _ovn(inj).sb_outage(args["seconds"])
 
 
+def _gateway_unbound(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
+    ref = args["router"]
+    router = _router(inj, ref)
+    if router is None:
+        raise FaultError(f"unknown router {ref!r}", status=404)
+    _ovn(inj).fail_binding(router)
+    return {"fault": "gateway-unbound", "router": router.id}
+
+
 #: Every fault kind and the function that applies it (returning None: echo the fault).
 FAULTS: dict[str, Apply] = {
     "kill-agent": _agent_fault(AgentLifecycle.kill),
@@ -136,6 +150,7 @@ FAULTS: dict[str, Apply] = {
     "kill-chassis": _chassis_fault(OvnSimulation.kill_chassis),
     "revive-chassis": _chassis_fault(OvnSimulation.revive_chassis),
     "sb-outage": _sb_outage,
+    "gateway-unbound": _gateway_unbound,
 }
 assert set(FAULTS) == set(FAULT_ARGS), "every fault kind needs exactly one entry"
 
@@ -268,6 +283,9 @@ class FaultInjector:
 
     def sb_outage(self, seconds: float) -> None:
         self.fault("sb-outage", seconds=seconds)
+
+    def gateway_unbound(self, router: str) -> None:
+        self.fault("gateway-unbound", router=router)
 
     def split_brain(self, router_id: str, seconds: float = 3600.0) -> int:
         return int(self.fault("split-brain", router=router_id, seconds=seconds)["active"])

@@ -8,7 +8,9 @@ routers given a gateway through the API scheduled every ``report_interval``, and
 at each time a move ends or BFD notices a crash (and every ``STEP_SECONDS``). Router
 reachability goes through the simulation (``Simulation.gateway_forwards``), so the
 data-plane listeners show each gateway's outages. The L3 agents an ML2/OVN cloud does not
-have are removed.
+have are removed. A router's gateway port is bound to the host of the chassis its gateway
+is on (Neutron follows the southbound Port_Binding), unless the ``gateway-unbound`` fault
+made Neutron fail to bind it (no host, as Neutron shows a port it refused to bind).
 Callers hold ``world.lock``.
 """
 
@@ -47,6 +49,7 @@ class OvnSimulation:
             cfg.ovn_failback_time,
         )
         self.ovn = OvnWorld(timings, cfg.agent_down_time)
+        self.unbound: set[str] = set()  # routers whose gateway port failed to bind
         self.rng = random.Random(cfg.seed)
         world = sim.world
         world.agents.clear()
@@ -84,7 +87,20 @@ class OvnSimulation:
         self.ovn.rebind(gateway, self.sim.clock.monotonic(), MoveKind.FIRST)
         gateway.dark_until = 0.0
         self.ovn.wakeups.clear()
+        self.bind_port(router)
         return gateway
+
+    def bind_port(self, router: RouterRec) -> None:
+        """The router's ports on the host of the chassis its gateway is bound to."""
+        gateway = self.ovn.gateways.get(router.id)
+        chassis = self.ovn.chassis.get(gateway.bound or "") if gateway is not None else None
+        failed = router.id in self.unbound or chassis is None
+        router.ports_host = "" if failed or chassis is None else chassis.host
+
+    def fail_binding(self, router: RouterRec) -> None:
+        """Neutron fails to bind the router's gateway port (it thinks the agent dead)."""
+        self.unbound.add(router.id)
+        self.bind_port(router)
 
     def primaries(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -133,6 +149,7 @@ class OvnSimulation:
         for router_id in self.ovn.settle(self.sim.clock.monotonic()):
             router = self.sim.world.routers.get(router_id)
             if router is not None:
+                self.bind_port(router)
                 self.sim.update_reachability(router)
 
     def forwards(self, router: RouterRec) -> bool:

@@ -42,6 +42,7 @@ def journal_move(move: GatewayMove) -> Move:
         GatewayMoveKind.ADD: MoveKind.ADD_REPLICA,
         GatewayMoveKind.PROMOTE: MoveKind.MOVE,
         GatewayMoveKind.DEMOTE: MoveKind.REMOVE_REPLICA,
+        GatewayMoveKind.RAISE: MoveKind.MOVE,
     }[move.kind]
     return Move(move.router_id, kind, move.target, move.source, move.reason)
 
@@ -82,8 +83,13 @@ class GatewayWriter:
             return group
         if move.source not in group:
             raise SkipMoveError(f"gateway chassis {move.source} is no longer in the router's group")
-        if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.DEMOTE):
-            return group  # a drain: its source is alive on purpose
+        if (
+            move.kind is GatewayMoveKind.RAISE
+            and group.get(move.target or "", -1) > group[move.source]
+        ):
+            raise SkipMoveError(f"gateway chassis {move.target} is above {move.source} already")
+        if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.DEMOTE, GatewayMoveKind.RAISE):
+            return group  # a drain or a rebalance: its source is alive on purpose
         alive = {c.id for c in self.ovn.list_chassis() if c.alive}
         if move.source in alive:
             raise SkipMoveError(f"gateway chassis {move.source} is alive again: kept")

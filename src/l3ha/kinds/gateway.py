@@ -63,7 +63,7 @@ class GatewayKind:
                 lowered = self.writer.demote(move, item.move_id)
                 why = f"lowered to {lowered}" if lowered is not None else "at the bottom already"
                 return GatewayMoveResult(move, GatewayOutcome.LOWERED, f"{move.reason}; {why}")
-            if move.kind is GatewayMoveKind.PROMOTE:
+            if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.RAISE):
                 priority: int | None = self.writer.promote(move, item.move_id, group)
             else:
                 priority = self.writer.replace(move, item.move_id, group)
@@ -84,6 +84,8 @@ class GatewayKind:
             return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
         planned = written.note == f"priority {move.priority}"
         reason = move.reason if planned else f"{move.reason}; {written.target} at {written.note}"
+        if move.kind is GatewayMoveKind.RAISE:  # a rebalance: the source stays, below it
+            return GatewayMoveResult(move, GatewayOutcome.MOVED, reason, written.target)
         if move.kind is not GatewayMoveKind.PROMOTE:
             return GatewayMoveResult(move, GatewayOutcome.REPLACED, reason, written.target)
         try:

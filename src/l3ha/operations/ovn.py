@@ -44,6 +44,8 @@ class GatewayAction(StrEnum):
 
     EVACUATE = "evacuate"
     DRAIN = "drain"
+    REBALANCE = "rebalance"  # l3ha.operations.ovn_rebalance
+    UNDRAIN = "undrain"  # l3ha.operations.ovn_rebalance
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class GatewayMoveKind(StrEnum):
     ADD = "gateway_add"  # add the target at the bottom (a router short of live chassis)
     PROMOTE = "gateway_promote"  # raise the target above every chassis, then lower the source
     DEMOTE = "gateway_demote"  # lower the source below every other chassis of the group
+    RAISE = "gateway_raise"  # raise the target above every chassis (a rebalance): nothing more
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +54,14 @@ class GatewayMove:
 @dataclass(frozen=True)
 class GatewayPlan:
     """Ordered gateway moves of one action, plus warnings (e.g. a router short of chassis);
-    ``unplaceable`` stays empty (a router short of chassis is a warning, not unplaced)."""
+    ``unplaceable`` stays empty (a router short of chassis is a warning, not unplaced);
+    ``lower_bound``: the fewest moves any balanced end state needs (a rebalance)."""
 
     action: str
     moves: tuple[GatewayMove, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     unplaceable: tuple[str, ...] = ()
+    lower_bound: int | None = None
 
 
 def bottom_priority(used: set[int]) -> int | None:

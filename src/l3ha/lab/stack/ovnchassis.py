@@ -44,9 +44,19 @@ def _plug(fab: Ovs, switch: str, fabric_end: str, namespace: str, device: str) -
     fab.vsctl("--may-exist", "add-port", switch, fabric_end)
 
 
+def claim_ovn_fabric() -> bool:
+    """Make the fabric namespace, the stack's claim on the ``l3ov-`` names: False when it
+    exists (another OVN stack is up or coming up on this machine)."""
+    try:
+        add_namespace(OVN_FABRIC_NS)
+    except LabCommandError:
+        return False
+    return True
+
+
 def make_ovn_fabric(fab: Ovs) -> None:
-    """The fabric namespace with both switches, and the client on the external one."""
-    add_namespace(OVN_FABRIC_NS)
+    """Both switches in the fabric namespace (``claim_ovn_fabric`` made it), and the
+    client on the external one."""
     fab.start()
     fab.add_bridge(UNDERLAY_SWITCH)
     fab.add_bridge(EXTERNAL_SWITCH)

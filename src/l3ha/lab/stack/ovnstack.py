@@ -21,7 +21,7 @@ from l3ha.lab.netns import list_namespaces
 from l3ha.lab.stack import services
 from l3ha.lab.stack.configs import StackLayout
 from l3ha.lab.stack.ovncentral import OvnCentral, start_ovn_neutron
-from l3ha.lab.stack.ovnchassis import Chassis, make_ovn_fabric, ovn_fabric
+from l3ha.lab.stack.ovnchassis import Chassis, claim_ovn_fabric, make_ovn_fabric, ovn_fabric
 from l3ha.lab.stack.ovnspec import (
     AGENT_TYPE,
     STACK_KIND,
@@ -130,10 +130,18 @@ def open_ovn_stack(directory: Path) -> OvnStack:
 
 
 def ovn_stack_up(spec: OvnSpec, directory: Path) -> OvnStack:
-    """Bring the OVN stack up; on any failure tear down what was made, then re-raise."""
+    """Bring the OVN stack up; on any failure tear down what was made, then re-raise. The
+    fabric namespace is made first, atomically: a second stack coming up at the same time
+    is refused before it makes anything, so its teardown never removes this one's
+    ``l3ov-`` namespaces."""
     check_can_start(directory)
     python = services.neutron_python()
     services.check_pymysql(python)
+    if not claim_ovn_fabric():
+        raise StackInputError(
+            "another OVN stack is coming up on this machine (its l3ov- namespaces exist); "
+            "run 'l3ha lab stack down' for it or wait"
+        )
     layout = StackLayout(directory)
     (layout.root / "ovn" / "log").mkdir(parents=True, exist_ok=True)
     state = StateFile(layout.state_file)

@@ -67,6 +67,35 @@ def create_ovn_topology(api: NeutronHttp, spec: OvnSpec) -> list[dict[str, Any]]
     return [_router(api, k, external_id) for k in spec.router_indexes]
 
 
+def add_floating_ip(api: NeutronHttp, router: dict[str, Any]) -> str:
+    """A port on the router's tenant network given a floating IP of the external network
+    (what makes the router busy by ``--busy-fips``); the floating address."""
+    found = api.get(f"ports?device_id={router['id']}&device_owner=network:router_interface")
+    network_id = found["ports"][0]["network_id"]
+    port = api.post("ports", {"port": {"network_id": network_id,
+                                       "name": f"l3ov-fip-{router['name']}"}})["port"]  # fmt: skip
+    external = api.get("networks?router:external=True")["networks"][0]["id"]
+    fip = api.post("floatingips", {"floatingip": {
+        "floating_network_id": external, "port_id": port["id"],
+    }})["floatingip"]  # fmt: skip
+    return str(fip["floating_ip_address"])
+
+
+def raise_chassis(api: NeutronHttp, router_id: str, agent_id: str) -> bool:
+    """Put the gateway chassis (agent id) above every chassis of the router's group, as an
+    operator would by hand (one graceful move); False when it is on top already."""
+    agents = api.get(f"routers/{router_id}/l3-agents")["agents"]
+    priorities = {a["id"]: int(a["ha_chassis_priority"]) for a in agents}
+    if priorities.get(agent_id) == max(priorities.values(), default=-1):
+        return False
+    body = {"ha_chassis_priority": max(priorities.values(), default=0) + 1}
+    if agent_id in priorities:
+        api.put(f"agents/{agent_id}/l3-routers/{router_id}", body)
+    else:
+        api.post(f"agents/{agent_id}/l3-routers", {"router_id": router_id, **body})
+    return True
+
+
 def reachable(address: str, timeout_s: int = 1) -> bool:
     """One echo from the client namespace to ``address`` answered."""
     return pings(OVN_CLIENT_NS, address, timeout_s)
