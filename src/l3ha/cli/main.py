@@ -147,8 +147,9 @@ def _configure_logging(verbosity: int) -> None:
         level=logging.WARNING - 10 * min(verbosity, 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if verbosity:
-        logging.getLogger("l3ha.api").setLevel(logging.DEBUG)
+    # Set on every call: a second command in the same process (tests, the OSC plugin)
+    # must not inherit an earlier ``-v``.
+    logging.getLogger("l3ha.api").setLevel(logging.DEBUG if verbosity else logging.NOTSET)
 
 
 def _reader_gone() -> int:
