@@ -14,6 +14,7 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,16 +162,24 @@ def create_router(
 
 
 def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
-    """Every router (and DHCP network) of the spec, spread over the nodes in turn;
-    router name -> id."""
+    """Every router (and DHCP network) of the spec, spread over the nodes in turn, made
+    several at once; router name -> id."""
     external_id = create_external(api)
     l3 = {a["host"]: str(a["id"]) for a in api.agents("L3 agent")}
     dhcp = {a["host"]: str(a["id"]) for a in api.agents("DHCP agent")} if spec.dhcp else {}
     agents = [(l3[host], dhcp.get(host, "")) for host in spec.hosts]
-    return {
-        router_name(k): create_router(api, spec, k, external_id, agents[(k - 1) % len(agents)])
-        for k in spec.router_indexes
-    }
+
+    def create(index: int) -> str:
+        return create_router(api, spec, index, external_id, agents[(index - 1) % len(agents)])
+
+    # Legacy routers a thread per node (most of a router's calls wait on the servers: RPC
+    # to the agents, port binding); HA routers one by one after them (the first one makes
+    # the tenant's HA network, which concurrent ones would race to create).
+    legacy = [k for k in spec.router_indexes if not spec.is_ha(k)]
+    with ThreadPoolExecutor(max_workers=len(agents)) as pool:
+        ids = dict(zip(legacy, pool.map(create, legacy), strict=True))
+    ids.update({k: create(k) for k in spec.router_indexes if spec.is_ha(k)})
+    return {router_name(k): ids[k] for k in spec.router_indexes}
 
 
 def pings(namespace: str, address: str, timeout_s: int = 1) -> bool:
