@@ -23,7 +23,7 @@ node l3rs-nN reconnecting 8 s after the others). Columns: seconds from the fault
 until every router answers again, router-seconds of outage, longest outage,
 routers moved, API calls.
 
-    sudo -E .venv/bin/python bench/bench_realstack.py                    # ~15 min
+    sudo -E .venv/bin/python bench/bench_realstack.py                    # 10-15 min
     sudo -E .venv/bin/python bench/bench_realstack.py --faults node-death --modes l3ha neutron
     sudo -E .venv/bin/python bench/bench_realstack.py --calibrate     # the emulator's timings
 """

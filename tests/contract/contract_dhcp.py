@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from tests.contract.contract_http import Api, Reply
@@ -20,6 +21,30 @@ def create_network(api: Api, name: str, number: int) -> str:
     if reply.status != 201:
         raise AssertionError(f"creating network {name}: {reply.status} {reply.text}")
     return str(reply.json()["network"]["id"])
+
+
+_subnet_numbers = itertools.count(1)
+
+
+def add_dhcp_subnet(api: Api, network_id: str) -> str:
+    """POST /v2.0/subnets: a DHCP-enabled IPv4 /24 (10.232.N.0, N new each call); its id.
+
+    Real DHCP agents make a port only for a network with a DHCP-enabled subnet. Create it
+    once the network is on the test's own agent: Neutron then schedules it nowhere else.
+    """
+    number = next(_subnet_numbers)
+    body = {
+        "subnet": {
+            "network_id": network_id,
+            "cidr": f"10.232.{number}.0/24",
+            "ip_version": 4,
+            "enable_dhcp": True,
+        }
+    }
+    reply = api.post("/v2.0/subnets", body)
+    if reply.status != 201:
+        raise AssertionError(f"DHCP subnet on {network_id}: {reply.status} {reply.text}")
+    return str(reply.json()["subnet"]["id"])
 
 
 def add(api: Api, agent_id: str, network_id: str) -> Reply:

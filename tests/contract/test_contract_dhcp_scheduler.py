@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.contract.contract_dhcp import (
     add,
+    add_dhcp_subnet,
     dhcp_ports,
     hosting_ids,
     network_ids,
@@ -151,6 +152,7 @@ def test_remove_reserves_the_dhcp_port_and_the_next_agent_claims_it(
 ) -> None:
     first, second, network = backend.new_dhcp_agent(), backend.new_dhcp_agent(), new_network()
     add(api, first.id, network)
+    add_dhcp_subnet(api, network)
     backend.dhcp_setup(first, network)
     (port,) = dhcp_ports(api, network)
     assert port["binding:host_id"] == first.host

@@ -1,7 +1,8 @@
 """Contract: networks and subnets as the DHCP code reads them, and deleting a DHCP network.
 
-Held against both backends with raw HTTP. Subnets here have ``enable_dhcp`` false, so
-that no backend schedules them onto the DHCP agents other tests own.
+Held against both backends with raw HTTP. A subnet made before the network is on a test's
+own agent has ``enable_dhcp`` false, so that no backend schedules it onto the DHCP agents
+other tests own; a DHCP port needs a DHCP-enabled subnet, made once the network is bound.
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.contract.contract_dhcp import add, dhcp_ports, hosting_ids, network_ids
+from tests.contract.contract_dhcp import (
+    add,
+    add_dhcp_subnet,
+    dhcp_ports,
+    hosting_ids,
+    network_ids,
+)
 from tests.contract.contract_http import Api
 
 
@@ -60,8 +67,10 @@ def test_deleting_a_network_takes_its_dhcp_bindings_and_ports(
 ) -> None:
     agent, network = backend.new_dhcp_agent(), new_network()
     add(api, agent.id, network)
+    add_dhcp_subnet(api, network)
     backend.dhcp_setup(agent, network)
     assert len(dhcp_ports(api, network)) == 1
+    assert hosting_ids(api, network) == {agent.id}
     reply = api.delete(f"/v2.0/networks/{network}")
     assert (reply.status, reply.text) == (204, "")
     gone = api.get(f"/v2.0/networks/{network}")

@@ -127,9 +127,9 @@ def test_an_interrupted_dhcp_operation_is_closed_by_the_next_dhcp_action_only(
 def test_a_network_without_dhcp_is_removed_from_a_dead_agent_never_waited_for(
     dhcp_env: DhcpCloudEnv,
 ) -> None:
-    # The real stack showed Neutron scheduling the external network on a DHCP agent; no real
-    # agent gets a DHCP port for it, so a make-before-break move waited out its timeout
-    # there (the emulator's agents still make one: it is only removed, never moved).
+    # The real stack showed Neutron scheduling the external network on a DHCP agent; no
+    # agent gets a DHCP port for it (the emulator's neither), so a make-before-break move
+    # waited out its timeout there: it is only removed, never moved.
     snap = dhcp_env.snapshot()
     external = next(n.id for n in snap.networks if not n.needs_dhcp)
     net1 = snap.find_agent("net-1").id
@@ -140,3 +140,4 @@ def test_a_network_without_dhcp_is_removed_from_a_dead_agent_never_waited_for(
     assert by_network[external].outcome is DhcpOutcome.REMOVED
     assert result.ok and external not in dhcp_env.networks_on("net-1")
     assert dhcp_env.hosts_of(external) == set()
+    assert not [p for p in dhcp_env.snapshot().ports if p.network_id == external]

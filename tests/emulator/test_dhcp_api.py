@@ -271,6 +271,29 @@ def test_a_dhcp_subnet_schedules_an_api_network_to_the_least_loaded_agent(
     assert (status, doc["NeutronError"]["type"]) == (404, "NetworkNotFound")
 
 
+def test_a_network_without_a_dhcp_subnet_gets_no_port_until_one_is_added(
+    http: Http, emu: Emulator
+) -> None:
+    """Real DHCP agents make no port for a network without a DHCP-enabled subnet (seen on
+    the real stack, docs/realstack.md); a DHCP subnet made later has its agent make one."""
+    ids = dhcp_ids(http)
+    _, doc, _ = http.call("POST", "/v2.0/networks", {"network": {"name": "no-dhcp-yet"}})
+    net = doc["network"]["id"]
+    assert add(http, ids["net-2"], net)[0] == 201
+    emu.advance(3 * emu.cfg.dhcp_network_time)
+    assert dhcp_ports(http, net) == []
+    assert emu.sim.dhcp.served_by_live_agent(emu.world.networks[net])  # set up, nothing to serve
+    status, _, _ = http.call(
+        "POST", "/v2.0/subnets", {"subnet": {"network_id": net, "cidr": "10.99.3.0/24"}}
+    )
+    assert status == 201
+    assert hosts_of(http, net) == ["net-2"]  # already hosted: scheduled nowhere else
+    emu.advance(emu.cfg.dhcp_network_time + 0.1)
+    (port,) = dhcp_ports(http, net)
+    assert (port["binding:host_id"], port["status"]) == ("net-2", "ACTIVE")
+    assert port["device_id"] == dhcp_device_id(net, "net-2")
+
+
 def test_az_hints_steer_the_scheduler_and_unknown_zones_are_404(http: Http, emu: Emulator) -> None:
     ids = dhcp_ids(http)
     _, doc, _ = http.call(

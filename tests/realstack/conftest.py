@@ -73,6 +73,8 @@ def bring_up(directory: Path, spec: StackSpec) -> Iterator[Stack]:
     """A stack for the duration of a test module; torn down however the module ends."""
     sweep(directory)
     try:
-        yield stack_up(spec, directory)
+        stack = stack_up(spec, directory)
+        print(f"\nbring-up phases (s): {stack.state.data['bring_up']}")
+        yield stack
     finally:
         teardown(directory)

@@ -33,7 +33,7 @@ from l3ha.lab.stack.topology import (
 pytestmark = needs_stack
 
 SPEC = StackSpec(nodes=3, routers=6, report_interval=5, agent_down_time=15)
-OUTAGE_S = 2 * SPEC.agent_down_time + 5
+OUTAGE_S = 2 * SPEC.agent_down_time + 2  # the incident needs more than 2 x agent_down_time
 LATE_HOST, LATE_BY_S = "l3rs-n3", 8.0
 #: The longest outage a rolling upgrade of one node has caused here (see its test).
 ROLLING_DARK_BOUND_S = 30.0

@@ -4,8 +4,9 @@ Part of the emulator's API (see ``api``); handlers run under ``world.lock``. The
 gives a network at most one IPv4 /24 subnet: the public, HA and routers' private networks
 have one with ``enable_dhcp`` false, the tenant networks (``--networks``) one with
 ``enable_dhcp`` true, and a network created through the API none until
-``POST /v2.0/subnets``. Creating a DHCP-enabled subnet schedules the network to DHCP
-agents at once, as Neutron's DHCP notifier does on ``subnet_create_end``
+``POST /v2.0/subnets``. Creating a DHCP-enabled subnet has the agents already hosting the
+network set it up again (now with a DHCP port) and schedules the network to DHCP agents at
+once, as Neutron's DHCP notifier does on ``subnet_create_end``
 (neutron/api/rpc/agentnotifiers/dhcp_rpc_agent_api.py).
 """
 
@@ -155,7 +156,7 @@ class SubnetApi:
         self.names[net.id] = str(body.get("name") or "")
         if as_bool(body.get("enable_dhcp", True), "enable_dhcp"):
             self.tables.add_dhcp_network(net)
-            self.api.sim.dhcp.schedule(net)  # subnet_create_end schedules the network
+            self.api.sim.dhcp.subnet_created(net)  # subnet_create_end
         return ok({"subnet": self.doc(net)}, 201)
 
 

@@ -14,7 +14,11 @@ it is modelled:
   ``dhcp_network_time`` (times its slow factor). Setting up first gets the DHCP port:
   its own (device id ``dhcp<uuid5(host)>-<network>``), else the network's reserved one
   (claimed: device id and ``binding:host_id`` now its own), else a new one; the port is
-  ``BUILD`` while the agent and its L2 agent wire it and ``ACTIVE`` when done.
+  ``BUILD`` while the agent and its L2 agent wire it and ``ACTIVE`` when done. A network
+  without a DHCP-enabled subnet (bound by hand, or the external network) gets no port:
+  the agent has nothing to serve there (seen on the real stack, docs/realstack.md). A
+  DHCP-enabled subnet created later (``subnet_create_end``) has its hosting agents set the
+  network up again, now with a port, before the network is scheduled.
 - Removing a network from an agent (``network_removed_from_agent``) re-labels its port
   ``reserved_dhcp_port`` on the server (still bound to the old host); the agent, when
   told, disables DHCP and its L2 agent reports the device down (``DOWN``). An agent that
@@ -76,7 +80,8 @@ class DhcpSimulation:
         if network.id in work.stale:  # it never stopped serving it
             work.stale.discard(network.id)
             binding.processed = True
-            self._claim_port(binding, ready=True)
+            if network.id in self.tables.tenant_networks:  # a DHCP subnet: a port
+                self._claim_port(binding, ready=True)
         elif self.sim.can_report(agent):
             (work.queue if notify else work.sync_queue).append(network.id)
             self._pump(agent)
@@ -119,8 +124,20 @@ class DhcpSimulation:
                 continue
             done = now + self.cfg.dhcp_network_time * agent.slow_factor
             work.inflight[net_id] = done
-            self._claim_port(binding, ready=False)
+            if net_id in self.tables.tenant_networks:  # a DHCP subnet: a port
+                self._claim_port(binding, ready=False)
             self.sim.schedule(done, self._processed, agent, net_id, work.generation, done)
+
+    def subnet_created(self, network: NetworkRec) -> list[AgentRec]:
+        """``subnet_create_end`` of a DHCP-enabled subnet: every hosting agent on the bus
+        sets the network up again (now with a port), then the network is scheduled."""
+        for binding in self.tables.bindings_of(network.id).values():
+            agent = binding.agent
+            if binding.processed and self.sim.can_report(agent):
+                binding.processed = False
+                self._work(agent).queue.append(network.id)
+                self._pump(agent)
+        return self.schedule(network)
 
     def _claim_port(self, binding: DhcpBinding, ready: bool) -> DhcpPortRec:
         """``setup_dhcp_port``: its own port, else the reserved one, else a new one."""
@@ -160,7 +177,8 @@ class DhcpSimulation:
         if binding is not None:
             binding.processed = True
             work.serving.add(net_id)
-            self._claim_port(binding, ready=True)
+            if net_id in self.tables.tenant_networks:  # a DHCP subnet: a port
+                self._claim_port(binding, ready=True)
         self._pump(agent)
 
     def _disable(self, agent: AgentRec, network: NetworkRec, port: DhcpPortRec | None) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from l3ha.lab.netns import add_namespace, delete_namespace
 from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, ovs_agent_ini
 from l3ha.lab.stack.fabric import cut_link, fabric, plug, restore_link
-from l3ha.lab.stack.processes import StateFile, kill_now, pids_naming, spawn, stop_group
+from l3ha.lab.stack.processes import StateFile, kill_now, pids_naming, spawn, stop_groups
 from l3ha.lab.stack.services import NEUTRON_ENV, l3ha_python, neutron_bin
 from l3ha.lab.stack.spec import (
     BROKER_PORT_IN_NODE,
@@ -118,9 +118,8 @@ class Node:
             self.state.forget(self.role(name))
 
     def stop_agents(self) -> None:
-        """Stop the agents gracefully (SIGTERM), as a service restart would."""
-        for pid in self.recorded(AGENT_ROLES):
-            stop_group(pid, grace=15)
+        """Stop the agents gracefully (SIGTERM, all at once), as a service restart would."""
+        stop_groups(self.recorded(AGENT_ROLES), grace=15)
         self.forget(AGENT_ROLES)
 
     def kill(self) -> None:

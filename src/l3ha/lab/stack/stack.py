@@ -209,13 +209,17 @@ def keep_logs(layout: StackLayout) -> Path:
 
 
 def _bring_up(stack: Stack, state: StateFile) -> None:
+    """Each phase in turn; its seconds are kept in the state file (``bring_up``)."""
     spec, layout, ports, python = stack.spec, stack.layout, stack.ports, stack.python
+    timer = PhaseTimer(state)
     services.start_mariadb(layout, state, ports)
     services.start_rabbit(layout, state, ports)
+    timer.done("mariadb and rabbitmq")
     (layout.etc / "neutron.conf").write_text(neutron_conf(spec, layout, ports))
     (layout.etc / "ml2_conf.ini").write_text(ml2_conf())
     services.write_paste_config(python, layout)
     services.migrate_database(python, layout)
+    timer.done("neutron schema")
     services.start_servers(python, layout, state, ports)
     if spec.neutron_failover:
         services.start_periodic(python, layout, state)
@@ -223,14 +227,33 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     make_fabric(fab)
     for host in spec.hosts:
         Node(host, spec, layout, state, python).up(ports)
+    timer.done("servers and nodes started")
     wait_for_agents(stack.api, spec, AGENT_TIMEOUT_S)
+    timer.done("agents alive")
     state.data["routers"] = create_topology(stack.api, spec)
     state.save()
     for index in spec.router_indexes:
         make_vm(fab, index)
+    timer.done("topology created")
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
     wait_for_gateways(stack.api, ROUTER_TIMEOUT_S)
+    timer.done("routers answer")
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
+
+
+class PhaseTimer:
+    """Seconds of each bring-up phase, recorded in the state file as they end."""
+
+    def __init__(self, state: StateFile) -> None:
+        self.state = state
+        self.last = time.monotonic()
+        self.phases: dict[str, float] = state.data.setdefault("bring_up", {})
+
+    def done(self, phase: str) -> None:
+        now = time.monotonic()
+        self.phases[phase] = round(now - self.last, 1)
+        self.last = now
+        self.state.save()
 
 
 def vip_holders(stack: Stack, router_id: str, vip: str) -> list[str]:

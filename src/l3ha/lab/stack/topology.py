@@ -14,6 +14,7 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,19 +122,25 @@ def create_external(api: NeutronHttp) -> str:
 
 
 def create_router(
-    api: NeutronHttp, spec: StackSpec, index: int, external_id: str, agent_id: str
+    api: NeutronHttp, spec: StackSpec, index: int, external_id: str, agents: tuple[str, str]
 ) -> str:
-    """Tenant network ``index``, router ``rINDEX`` bound to ``agent_id``, joined to the outside.
+    """Tenant network ``index``, router ``rINDEX`` bound to L3 agent ``agents[0]``, joined to
+    the outside; with DHCP the network is bound to DHCP agent ``agents[1]`` of the same node.
 
     With DHCP the VM gets a Neutron port (its MAC and .10), so dnsmasq answers it.
 
     The bare router is bound before it gets ports (Neutron schedules it only once it
-    has some), so routers spread over the nodes in turn whatever the scheduler would do.
+    has some), so routers spread over the nodes in turn whatever the scheduler would do;
+    so is the network before its DHCP subnet (the scheduler, going by load reports that
+    lag the bring-up, would put most networks on one agent).
     """
+    l3_agent, dhcp_agent = agents
     network = api.post("networks", {"network": {
         "name": f"l3rs-net{index}", "provider:network_type": "vlan",
         "provider:physical_network": PHYSNET, "provider:segmentation_id": tenant_vlan(index),
     }})["network"]  # fmt: skip
+    if spec.dhcp:
+        api.post(f"agents/{dhcp_agent}/dhcp-networks", {"network_id": network["id"]})
     subnet = api.post("subnets", {"subnet": {
         "network_id": network["id"], "ip_version": 4, "cidr": tenant_cidr(index),
         "gateway_ip": tenant_router_ip(index), "enable_dhcp": spec.dhcp,
@@ -147,7 +154,7 @@ def create_router(
     router = api.post("routers", {"router": {"name": router_name(index), "ha": spec.is_ha(index)}})
     router_id = str(router["router"]["id"])
     if not spec.is_ha(index):
-        api.post(f"agents/{agent_id}/l3-routers", {"router_id": router_id})
+        api.post(f"agents/{l3_agent}/l3-routers", {"router_id": router_id})
     api.put(f"routers/{router_id}", {"router": {"external_gateway_info": {
         "network_id": external_id}}})  # fmt: skip
     api.put(f"routers/{router_id}/add_router_interface", {"subnet_id": subnet["id"]})
@@ -155,16 +162,24 @@ def create_router(
 
 
 def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
-    """Every router of the spec, spread over the nodes in turn; router name -> id."""
+    """Every router (and DHCP network) of the spec, spread over the nodes in turn, made
+    several at once; router name -> id."""
     external_id = create_external(api)
-    by_host = {a["host"]: str(a["id"]) for a in api.agents("L3 agent")}
-    agent_ids = [by_host[host] for host in spec.hosts]
-    return {
-        router_name(k): create_router(
-            api, spec, k, external_id, agent_ids[(k - 1) % len(agent_ids)]
-        )
-        for k in spec.router_indexes
-    }
+    l3 = {a["host"]: str(a["id"]) for a in api.agents("L3 agent")}
+    dhcp = {a["host"]: str(a["id"]) for a in api.agents("DHCP agent")} if spec.dhcp else {}
+    agents = [(l3[host], dhcp.get(host, "")) for host in spec.hosts]
+
+    def create(index: int) -> str:
+        return create_router(api, spec, index, external_id, agents[(index - 1) % len(agents)])
+
+    # Legacy routers a thread per node (most of a router's calls wait on the servers: RPC
+    # to the agents, port binding); HA routers one by one after them (the first one makes
+    # the tenant's HA network, which concurrent ones would race to create).
+    legacy = [k for k in spec.router_indexes if not spec.is_ha(k)]
+    with ThreadPoolExecutor(max_workers=len(agents)) as pool:
+        ids = dict(zip(legacy, pool.map(create, legacy), strict=True))
+    ids.update({k: create(k) for k in spec.router_indexes if spec.is_ha(k)})
+    return {router_name(k): ids[k] for k in spec.router_indexes}
 
 
 def pings(namespace: str, address: str, timeout_s: int = 1) -> bool:
