@@ -239,12 +239,12 @@ def test_an_option_of_the_other_backend_is_one_line_exit_2(
     assert not (tmp_path / "s" / "watch-status.json").exists()
 
 
-def test_watch_once_on_ml2_ovn_judges_the_gateway_chassis(tmp_path: Path) -> None:
+def test_watch_once_on_ml2_ovn_with_auto_rebalance_judges_the_chassis(tmp_path: Path) -> None:
     import json
 
     with emulated_cloud(workdir=tmp_path, environ=os.environ, **OVN):
         code = main(["watch", "--once", "--state-dir", str(tmp_path / "s"), "--metrics-port",
-                     "0", "--interval", "5", "--min-chassis", "2"])  # fmt: skip
+                     "0", "--interval", "5", "--min-chassis", "2", "--auto-rebalance"])  # fmt: skip
     assert code == 0
     status = json.loads((tmp_path / "s" / "watch-status.json").read_text())
     assert status["state"] == "stopped" and status["halts"] == []
