@@ -54,6 +54,26 @@ def test_a_drain_moves_each_primary_once_gracefully_and_lowers_the_chassis(
             assert new == []  # lowering a standby moves nothing
 
 
+def test_a_second_drain_targets_no_drained_chassis_and_asks_no_taken_priority(
+    emulator: Emulator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """gw-1 drained (journal mark) is no target of gw-2's drain; gw-1 holds priority 0, so
+    where gw-2 holds 1 nothing free lies below: gw-2 stays there (not the primary) instead
+    of asking for its own priority (Neutron's 409)."""
+    assert main(["drain", "gw-1", "--state-dir", str(tmp_path)]) == 0
+    emulator.advance(3.0)
+    code = main(["drain", "gw-2", "--state-dir", str(tmp_path), "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out[out.find("{") :])["counts"].get("failed", 0) == 0
+    emulator.advance(3.0)
+    assert primaries(emulator, "gw-1") == primaries(emulator, "gw-2") == set()
+    assert emulator.ovn is not None
+    for gateway in emulator.ovn.ovn.gateways.values():
+        assert gateway.priorities["gw-3"] > max(gateway.priorities["gw-1"],
+                                               gateway.priorities["gw-2"])  # fmt: skip
+
+
 def test_a_crash_for_comparison_is_a_3_5_s_failover(emulator: Emulator) -> None:
     victims = primaries(emulator, "gw-1")
     emulator.faults.kill_chassis("gw-1")

@@ -3,12 +3,15 @@ in this process on one ManualClock (emulator and daemon), so simulated time cost
 
 A chassis dead beyond dead_after is evacuated (out of every group, so it cannot fail its
 routers back on return); a southbound outage (every chassis dead at once) halts and writes
-nothing; a chassis flapping faster than dead_after moves nothing. The CLI's OVN-only and
-L3-only refusals are one line, exit 2."""
+nothing; a chassis flapping faster than dead_after moves nothing. With --auto-rebalance a
+returned chassis gets primaries back once its grace has passed, gradually, each router
+moved at most once, and nothing is written during a southbound outage or its grace. The
+CLI's OVN-only and L3-only refusals are one line, exit 2."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,7 +57,12 @@ class Scene:
         return sum(len(self.journal.moves(op.id)) for op in self.journal.history())
 
 
-def _settings(state: Path) -> WatchSettings:
+#: The returning chassis' grace: HealthPolicy's restart_grace_base (+ 0.5 s per router of
+#: its groups: evacuated, it has none).
+GRACE = 30.0
+
+
+def _settings(state: Path, auto_rebalance: bool = False) -> WatchSettings:
     return replace(
         load_settings(None, [], default_files=()),
         state_dir=state,
@@ -63,16 +71,27 @@ def _settings(state: Path) -> WatchSettings:
         report_interval=1.0,
         dead_observations=2,
         metrics_port=0,
+        auto_rebalance=auto_rebalance,
+        max_moves_per_cycle=2 if auto_rebalance else 400,  # gradual: 2 moves a cycle
     )
 
 
 @pytest.fixture
 def scene(tmp_path: Path) -> Iterator[Scene]:
+    yield from _scene(tmp_path, auto_rebalance=False)
+
+
+@pytest.fixture
+def auto_scene(tmp_path: Path) -> Iterator[Scene]:
+    yield from _scene(tmp_path, auto_rebalance=True)
+
+
+def _scene(tmp_path: Path, auto_rebalance: bool) -> Iterator[Scene]:
     clock = ManualClock()
     with emulated_cloud(clock, workdir=tmp_path, environ=os.environ, **OVN) as cloud:
         assert cloud.emulator is not None
         neutron = connect(cloud=CLOUD_NAME)
-        settings = _settings(tmp_path / "state")
+        settings = _settings(tmp_path / "state", auto_rebalance)
         with Journal(settings.state_dir) as journal:
             ovn = NeutronOvn(neutron, clock=clock)
             parts = Parts(settings, neutron, journal, clock, metrics=WatchMetrics("t"), ovn=ovn)
@@ -136,11 +155,74 @@ def test_a_chassis_flapping_faster_than_dead_after_moves_nothing(scene: Scene) -
     assert {r: set(g) for r, g in scene.groups().items()} == {r: set(g) for r, g in before.items()}
 
 
+def _primaries(scene: Scene) -> dict[str, str]:
+    """Each router's primary: its highest-priority chassis (all of them alive)."""
+    return {rid: max(g, key=lambda c: g[c]) for rid, g in scene.groups().items()}
+
+
+def _rebalance_moves(scene: Scene) -> list[str]:
+    """The routers every journalled rebalance moved, in order."""
+    ops = [op for op in scene.journal.history() if op.kind == "ovn-rebalance"]
+    return [m.object_id for op in reversed(ops) for m in scene.journal.moves(op.id)]
+
+
+def _evacuated_and_returned(scene: Scene) -> None:
+    scene.emu.faults.kill_chassis("gw-1")
+    scene.run(3 * DEAD_AFTER)
+    assert all("gw-1" not in g for g in scene.groups().values())
+    scene.emu.faults.revive_chassis("gw-1")
+
+
+def test_auto_rebalance_gives_a_returned_chassis_primaries_after_its_grace(
+    auto_scene: Scene,
+) -> None:
+    scene = auto_scene
+    _evacuated_and_returned(scene)
+    scene.run(GRACE - 2 * INTERVAL)
+    assert "gw-1" not in set(_primaries(scene).values())  # within its grace: nothing back
+    assert _rebalance_moves(scene) == []
+    scene.run(2 * INTERVAL + 4 * INTERVAL)
+    counts = Counter(_primaries(scene).values())
+    assert counts == {"gw-1": 2, "gw-2": 2, "gw-3": 2}, counts
+    moved = _rebalance_moves(scene)
+    assert len(moved) == 2 and len(set(moved)) == len(moved)  # each router moved once
+    ops = [op for op in scene.journal.history() if op.kind == "ovn-rebalance"]
+    assert all(len(scene.journal.moves(op.id)) <= 2 for op in ops)  # the cycle's budget
+    scene.run(10 * INTERVAL)
+    assert _rebalance_moves(scene) == moved  # balanced: nothing more
+    assert scene.emu.ovn is not None
+    outages = [o.kind for g in scene.emu.ovn.ovn.gateways.values() for o in g.outages]
+    assert MoveKind.FAILBACK not in outages
+    assert all(d["reachable"] for d in scene.emu.dataplane().values())
+
+
+def test_without_auto_rebalance_a_returned_chassis_gets_nothing_back(scene: Scene) -> None:
+    _evacuated_and_returned(scene)
+    scene.run(2 * GRACE)
+    assert "gw-1" not in set(_primaries(scene).values())
+    assert _rebalance_moves(scene) == []
+
+
+def test_auto_rebalance_writes_nothing_during_a_southbound_outage_and_its_grace(
+    auto_scene: Scene,
+) -> None:
+    scene = auto_scene
+    _evacuated_and_returned(scene)
+    scene.run(GRACE / 2)
+    writes = scene.writes()
+    scene.emu.faults.sb_outage(4 * DEAD_AFTER)
+    scene.run(4 * DEAD_AFTER + GRACE - 2 * INTERVAL)  # the outage, then less than a grace
+    assert scene.writes() == writes
+    assert _rebalance_moves(scene) == []
+    scene.run(GRACE)
+    assert _rebalance_moves(scene)  # once the grace has passed, it rebalances
+    assert Counter(_primaries(scene).values())["gw-1"] >= 1
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
         (("--dhcp",), "--dhcp is for DHCP agents"),
-        (("--auto-rebalance",), "--auto-rebalance is not yet on ML2/OVN"),
         (("--dataplane-probe", "tcp:22"), "--dataplane-probe is for L3 agents"),
         (("--backend", "l3-agent", "--min-chassis", "2"), "--min-chassis is for ML2/OVN"),
     ],
@@ -157,12 +239,12 @@ def test_an_option_of_the_other_backend_is_one_line_exit_2(
     assert not (tmp_path / "s" / "watch-status.json").exists()
 
 
-def test_watch_once_on_ml2_ovn_judges_the_gateway_chassis(tmp_path: Path) -> None:
+def test_watch_once_on_ml2_ovn_with_auto_rebalance_judges_the_chassis(tmp_path: Path) -> None:
     import json
 
     with emulated_cloud(workdir=tmp_path, environ=os.environ, **OVN):
         code = main(["watch", "--once", "--state-dir", str(tmp_path / "s"), "--metrics-port",
-                     "0", "--interval", "5", "--min-chassis", "2"])  # fmt: skip
+                     "0", "--interval", "5", "--min-chassis", "2", "--auto-rebalance"])  # fmt: skip
     assert code == 0
     status = json.loads((tmp_path / "s" / "watch-status.json").read_text())
     assert status["state"] == "stopped" and status["halts"] == []

@@ -238,7 +238,8 @@ def run_rolling_command(args: argparse.Namespace) -> int:
     shape = session.resume_shape(stored.request if stored else None, _given_shape(args))
     request = build_request(args, shape)
     cloud = open_cloud(args)  # every check before anything is written
-    snapshot = session.check_hosts(cloud, request.hosts)
+    ovn = _gateway_cloud(args, cloud)
+    snapshot = session.check_hosts(cloud, request.hosts, ovn)
     hooks = session.Hooks(_say, _output_line, _ask_continue)
     guard = session.traffic_guard(  # checked in a dry run too: it refuses what the run would
         snapshot,
@@ -248,13 +249,35 @@ def run_rolling_command(args: argparse.Namespace) -> int:
         (args.probe_interval, args.probe_timeout),
     )
     if args.dry_run:
-        return _finish(args, session.execute(cloud, request, None, shape, hooks))
+        return _finish(args, session.execute(cloud, request, None, shape, hooks, ovn=ovn))
     if args.output is not None:
         prepare_output(args.output)
     report = session.execute(
-        cloud, request, state_dir, shape, hooks, guard=guard, resume=stored, output=args.output
-    )
+        cloud, request, state_dir, shape, hooks, guard=guard, resume=stored, output=args.output,
+        ovn=ovn,
+    )  # fmt: skip
     return _finish(args, report)
+
+
+def _gateway_cloud(args: argparse.Namespace, cloud: Any) -> Any:
+    """The ML2/OVN reader when the agents show an ML2/OVN cloud, else None; an L3-agent-only
+    option there is one line, exit 2."""
+    from l3ha.cloud.ovn import NeutronOvn
+    from l3ha.ovn_model import Backend
+
+    ovn = NeutronOvn(cloud)
+    if ovn.backend() is not Backend.OVN:
+        return None
+    refused = {
+        "--canary is for L3 agents: this is an ML2/OVN cloud (the undrain's first router "
+        "is the canary)": args.canary,
+        "--rebalance-after is for L3 agents: this is an ML2/OVN cloud (each chassis' "
+        "restore rebalances)": args.rebalance_after,
+    }
+    for message, given in refused.items():
+        if given:
+            raise BadInputError(message)
+    return ovn
 
 
 def _wants_targets(args: argparse.Namespace) -> bool:

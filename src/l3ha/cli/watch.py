@@ -111,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _gateway_cloud(args: argparse.Namespace, settings: Any, cloud: Any) -> Any:
     """The ML2/OVN reader when ``--backend`` says so or (auto) the agents show it, else None;
-    an option for the other backend, or not yet built for ML2/OVN, is one line, exit 2."""
+    an option for the other backend is one line, exit 2."""
     from l3ha.cloud.ovn import NeutronOvn
     from l3ha.errors import BadInputError
     from l3ha.ovn_model import Backend
@@ -126,9 +126,6 @@ def _gateway_cloud(args: argparse.Namespace, settings: Any, cloud: Any) -> Any:
     refused = {
         "--dhcp is for DHCP agents: this is an ML2/OVN cloud": settings.dhcp,
         "--dataplane-probe is for L3 agents: this is an ML2/OVN cloud": settings.dataplane_probe,
-        "--auto-rebalance is not yet on ML2/OVN (run 'l3ha watch' without it)": (
-            settings.auto_rebalance
-        ),
     }
     for message, given in refused.items():
         if given:

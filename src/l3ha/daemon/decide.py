@@ -10,8 +10,9 @@ agents) when there is something to repair, then — only with auto-rebalance
 and a healthy fleet — rebalance. ``decide_dhcp`` does the same for DHCP
 agents (``--dhcp``): evacuate each dead DHCP agent that hosts networks, else
 repair networks below their copy count. ``decide_gateways`` (ML2/OVN): evacuate
-each dead gateway chassis still in a router's group; nothing else (a returning
-chassis gets nothing back by itself).
+each dead gateway chassis still in a router's group; then — only with auto-rebalance
+and every chassis settled (a returning one past its restart grace) — rebalance the
+primaries (a returning chassis gets nothing back by itself otherwise).
 """
 
 from __future__ import annotations
@@ -121,10 +122,21 @@ def decide_dhcp(
 # --- OVN gateway chassis (``l3ha watch`` on ML2/OVN) -------------------------------
 
 
-def decide_gateways(snapshot: OvnSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
-    """Evacuate each gateway chassis judged dead that is still in a router's group."""
-    return [
+def decide_gateways(
+    snapshot: OvnSnapshot,
+    verdict_of: Mapping[str, Verdict],
+    auto_rebalance: bool = False,
+    settled: bool = True,
+) -> list[Decision]:
+    """Evacuate each gateway chassis judged dead that is still in a router's group; with
+    ``auto_rebalance``, when there is none, every chassis is judged alive and ``settled``
+    (each one alive for its grace: the caller's clock), rebalance."""
+    decisions = [
         Decision(Action.EVACUATE, f"gateway chassis {c.host} is dead (l3ha's observation)", c.id)
         for c in sorted(snapshot.chassis, key=lambda c: c.host)
         if verdict_of.get(c.id) is Verdict.DEAD and snapshot.routers_of(c.id)
     ]
+    if auto_rebalance and settled and not decisions and verdict_of and _all_settled(verdict_of):
+        reason = "auto-rebalance: every gateway chassis is alive"
+        decisions.append(Decision(Action.REBALANCE, reason))
+    return decisions

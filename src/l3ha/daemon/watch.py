@@ -97,7 +97,7 @@ class Watcher:
         self.kind: RouterKind | GatewayKind = (
             RouterKind(parts.cloud, *handles, self.weights)
             if parts.ovn is None
-            else GatewayKind(parts.ovn, *handles, parts.min_chassis)
+            else GatewayKind(parts.ovn, *handles, parts.min_chassis, self.weights)
         )
         self.main: KindWatch[Any] = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
         self.dhcp: KindWatch[Any] | None = None

@@ -13,7 +13,14 @@ nothing more:
 - ``GatewayKind`` (ML2/OVN): the gateway chassis and every router's group, read like
   the DHCP picture; a dead chassis is evacuated (``l3ha.operations.ovn.evacuate``):
   taken out of every group so it cannot pre-empt back, a replacement at the lowest
-  priority where a router would keep fewer than ``min_chassis`` live chassis.
+  priority where a router would keep fewer than ``min_chassis`` live chassis; with
+  ``--auto-rebalance`` the primaries are evened out again
+  (``l3ha.operations.ovn_rebalance.rebalance``) once every chassis is settled, within
+  the cycle's move budget, canary first, never onto a chassis drained in the journal.
+  OVN agents report no new ``started_at`` when a chassis returns, so the kind keeps the
+  restart grace itself: it rebalances only when every chassis has been judged alive for
+  ``restart_grace_base + restart_grace_per_router`` times its routers (the L3 agents' grace)
+  on l3ha's clock; a southbound outage (every chassis dead) restarts every chassis' grace.
 
 Every kind plans on the world as l3ha judges it (``decide.overlay``): only its own
 DEAD verdict makes an agent dead, only agents it judges alive are targets.
@@ -37,12 +44,13 @@ from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.world import WorldCache
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError
-from l3ha.health import Verdict, dead_candidates, mark_partitioned
+from l3ha.health import HealthPolicy, Verdict, dead_candidates, mark_partitioned
 from l3ha.journal import Journal
 from l3ha.model import Agent, Snapshot
 from l3ha.operations import Action, ActionRequest, OperationContext, resume, run_action
 from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
 from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate
+from l3ha.operations.ovn_rebalance import RebalanceRequest, rebalance
 from l3ha.operations.request import DhcpAction, DhcpRequest, PlacementRequest
 from l3ha.ovn_model import OvnSnapshot
 from l3ha.weights import WeightPolicy
@@ -297,10 +305,39 @@ class DhcpKind(_Kind):
 class GatewayKind(_Kind):
     """Router gateways on OVN gateway chassis (module docstring)."""
 
-    def __init__(self, ovn: NeutronOvn, journal: Journal, clock: Clock, min_chassis: int) -> None:
+    def __init__(self, ovn: NeutronOvn, journal: Journal, clock: Clock, min_chassis: int,
+                 weights: Callable[[], WeightPolicy] = WeightPolicy) -> None:  # fmt: skip
         super().__init__(journal, clock)
         self.ovn = ovn
         self.min_chassis = min_chassis
+        self.weights = weights
+        self.auto_rebalance = False
+        self.grace = HealthPolicy()
+        self._alive_since: dict[str, float] = {}
+
+    def second_channel(self, world: OvnSnapshot, judged: dict[str, Verdict]) -> dict[str, Verdict]:
+        """No second channel; notes since when each chassis has been judged alive."""
+        now = self.clock.monotonic()
+        self._alive_since = {
+            c: self._alive_since.get(c, now) for c, v in judged.items() if v is Verdict.ALIVE
+        }
+        return judged
+
+    def settled(self, world: OvnSnapshot) -> bool:
+        """Every chassis judged alive for its restart grace (module docstring)."""
+        now, policy = self.clock.monotonic(), self.grace
+        for chassis in world.chassis:
+            since = self._alive_since.get(chassis.id)
+            grace = policy.restart_grace_base + policy.restart_grace_per_router * len(
+                world.routers_of(chassis.id)
+            )
+            if since is None or now - since < grace:
+                return False
+        return True
+
+    def configure(self, settings: WatchSettings) -> None:
+        super().configure(settings)
+        self.auto_rebalance = settings.auto_rebalance
 
     def read_agents(self) -> list[Agent]:
         return self.ovn.list_chassis()
@@ -316,19 +353,30 @@ class GatewayKind(_Kind):
         return len(world.routers_of(agent_id))
 
     def decide(self, world: OvnSnapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
-        return decide_gateways(world, verdict_of)
+        settled = self.auto_rebalance and self.settled(world)
+        return decide_gateways(world, verdict_of, self.auto_rebalance, settled)
 
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
     ) -> Result:
+        judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
+        ctx = GatewayContext(self.ovn, **self._ctx_args(args), observer=judged)
+        if decision.action is Action.REBALANCE:
+            return rebalance(ctx, self._rebalance_request(decision, budget, args))
         request = GatewayRequest(
             GatewayAction(decision.action.value),
             str(decision.agent),
             min_chassis=self.min_chassis,
             **self._request_args(decision, budget, args),
         )
-        judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
-        return evacuate(GatewayContext(self.ovn, **self._ctx_args(args), observer=judged), request)
+        return evacuate(ctx, request)
+
+    def _rebalance_request(
+        self, decision: Decision, budget: int, args: RunArgs
+    ) -> RebalanceRequest:
+        """The auto-rebalance of one cycle: at most ``budget`` moves, the first a canary."""
+        common = self._request_args(decision, budget, args)
+        return RebalanceRequest(weights=self.weights(), max_moves=budget, canary=1, **common)
 
 
 def _gateway_sample(snapshot: Snapshot, agent_id: str, count: int) -> list[str]:

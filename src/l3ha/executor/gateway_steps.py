@@ -127,7 +127,8 @@ class GatewayWriter:
 
     def demote(self, move: GatewayMove, move_id: int) -> int | None:
         """Lower the source below every other chassis of the group, read fresh (read back);
-        the priority it got, None when it is at the bottom already or left the group."""
+        the priority it got, None when it is at the bottom already (or as low as a free
+        priority allows: another drained chassis holds the ones below) or left the group."""
         source = move.source or ""
         group = {b.chassis_id: b.priority for b in self.ovn.group(move.router_id)}
         others = {p for c, p in group.items() if c != source}
@@ -136,6 +137,8 @@ class GatewayWriter:
         priority = bottom_priority(others)
         if priority is None:
             raise SkipMoveError("no free priority below the group: left in place")
+        if priority >= group[source]:
+            return None  # every priority below it is taken (by chassis drained before): lowest
         self.guard.step(move_id, MoveStep.INTENT, detail=f"lower {source} to {priority}")
         self.ovn.set_priority(move.router_id, source, priority)
         self.guard.step(move_id, MoveStep.UNBOUND)

@@ -115,7 +115,10 @@ def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
                 f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
             )
         side.chassis = chassis
-        return plan_drain(world, chassis.id, request.action.value)
+        from l3ha.operations.ovn_rebalance import drained_chassis  # it imports this module
+
+        drained = drained_chassis(ctx.journal, world.chassis) - {chassis.id}
+        return plan_drain(world, chassis.id, request.action.value, drained)
 
     step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
     return GatewayResult(request.action, (step,), problems=problems)

@@ -157,8 +157,14 @@ def _remove(router_id: str, chassis_id: str, staying: int) -> GatewayMove:
     return GatewayMove(router_id, GatewayMoveKind.REMOVE, chassis_id, None, None, reason)
 
 
-def plan_drain(world: OvnSnapshot, chassis_id: str, action: str = "drain") -> GatewayPlan:
-    """Move the live ``chassis_id``'s primaries away, then lower it everywhere (docstring)."""
+def plan_drain(
+    world: OvnSnapshot,
+    chassis_id: str,
+    action: str = "drain",
+    drained: frozenset[str] = frozenset(),
+) -> GatewayPlan:
+    """Move the live ``chassis_id``'s primaries away, then lower it everywhere (docstring);
+    a chassis in ``drained`` (drained before) is never a target."""
     load = _Load(world)
     promotes: list[GatewayMove] = []
     demotes: list[GatewayMove] = []
@@ -168,9 +174,12 @@ def plan_drain(world: OvnSnapshot, chassis_id: str, action: str = "drain") -> Ga
             demotes.append(_demote(router_id, chassis_id))
             continue
         others = [world.chassis_by_id[c] for c in world.live_chassis(router_id)]
-        others = [c for c in others if c.id != chassis_id]
+        others = [c for c in others if c.id != chassis_id and c.id not in drained]
         if not others:
-            warnings.append(f"router {router_id}: no other live chassis in its group: kept")
+            warnings.append(
+                f"router {router_id}: no other live chassis in its group (drained ones "
+                "excluded): kept"
+            )
             continue
         target = min(others, key=lambda c: load.key(c, set()))
         load.add(target.id)

@@ -3,7 +3,9 @@ the rolling journal and l3ha's journal in the state dir, the probe (a thread) an
 
 Everything that can refuse a run does so before anything is written:
 ``resume_shape`` finds the stopped run ``--resume`` continues and checks the
-options given against it; ``check_hosts`` that every host has an L3 agent;
+options given against it; ``check_hosts`` that every host has an L3 agent (on
+ML2/OVN: is a gateway chassis, and the run's participant is then the chassis,
+``gateway_participant.GatewaySide``, in place of the L3 and DHCP agents);
 ``traffic_guard`` that the probe has targets when ``--max-outage`` needs
 them. ``execute`` then opens the journals (refusing while another run is
 live), runs the probe for the whole run, and writes its report when the
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import NeutronCloud
@@ -35,6 +37,9 @@ from l3ha.operations.rolling.record import DB_NAME, RollingRecord, RunRecord, Ru
 from l3ha.operations.rolling.report import RollingReport
 from l3ha.probe.report import summary_document, write_report
 from l3ha.probe.targets import Target, TargetKind, check_unique
+
+if TYPE_CHECKING:
+    from l3ha.cloud.ovn import NeutronOvn
 
 
 @dataclass(frozen=True)
@@ -109,12 +114,29 @@ def resume_shape(stored: dict[str, Any] | None, given: RunShape) -> RunShape:
     return shape
 
 
-def check_hosts(cloud: NeutronCloud, hosts: tuple[str, ...]) -> Snapshot:
-    """Today's snapshot, once every host is known to have an L3 agent (else bad input)."""
+def check_hosts(
+    cloud: NeutronCloud, hosts: tuple[str, ...], ovn: NeutronOvn | None = None
+) -> Snapshot:
+    """Today's snapshot, once every host is known to have an L3 agent (with ``ovn``: to be
+    a gateway chassis) (else bad input)."""
     snapshot = cloud.read_snapshot()
+    if ovn is not None:
+        world = ovn.read_ovn_snapshot()
+        for host in hosts:
+            world.find_chassis(host)
+        return snapshot
     for host in hosts:
         snapshot.find_agent(host)
     return snapshot
+
+
+def participants_of(cloud: NeutronCloud, ovn: NeutronOvn | None) -> list[Participant]:
+    """The gateway chassis on ML2/OVN (``ovn``), else the L3 and DHCP agents."""
+    if ovn is not None:
+        from l3ha.operations.rolling.gateway_participant import GatewaySide
+
+        return [Participant(GatewaySide(ovn))]
+    return [Participant(L3Side()), Participant(DhcpSide(NeutronDhcp(cloud)))]
 
 
 def traffic_guard(
@@ -146,9 +168,11 @@ def execute(
     guard: TrafficGuard | None = None,
     resume: RunRecord | None = None,
     output: Path | None = None,
+    ovn: NeutronOvn | None = None,
 ) -> RollingReport:
-    """Run (``state_dir`` None: dry run, nothing recorded) or resume the rolling maintenance."""
-    participants = [Participant(L3Side()), Participant(DhcpSide(NeutronDhcp(cloud)))]
+    """Run (``state_dir`` None: dry run, nothing recorded) or resume the rolling maintenance
+    (``ovn``: on ML2/OVN, over the hosts' gateway chassis)."""
+    participants = participants_of(cloud, ovn)
     if state_dir is None:
         ctx = RunContext(OperationContext(cloud, None, SystemClock(), hooks.say), request)
         return run_rolling(ctx, None, participants, say=hooks.say, on_output=hooks.on_output)
