@@ -22,7 +22,7 @@ from l3ha.cloud.adapter import connect
 from l3ha.cloud.ovn import NeutronOvn
 from l3ha.emulator.ovn_world import MoveKind
 from l3ha.journal import Journal
-from l3ha.operations.ovn_rebalance import drained_chassis
+from l3ha.operations.ovn import drained_chassis
 
 from .rolling_process import rollout, wait_until
 

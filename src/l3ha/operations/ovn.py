@@ -22,17 +22,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from l3ha.errors import SafetyHaltError
+from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
 from l3ha.executor.gateway_outcome import GatewayRunResult
-from l3ha.executor.gateway_steps import recover_gateways
+from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, recover_gateways
+from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.context import KindContext, operation_args
 from l3ha.operations.flow import run_flow
 from l3ha.operations.planning import within_budget
 from l3ha.operations.request import OperationResult, PlanExecuted
-from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
+from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot, resolve_chassis
 from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
 
 if TYPE_CHECKING:
@@ -46,6 +47,12 @@ class GatewayAction(StrEnum):
     DRAIN = "drain"
     REBALANCE = "rebalance"  # l3ha.operations.ovn_rebalance
     UNDRAIN = "undrain"  # l3ha.operations.ovn_rebalance
+
+
+#: The journal operations that mark a chassis drained and undrained (Neutron cannot disable
+#: an OVN agent, so the mark is l3ha's own).
+DRAIN_KIND = GATEWAY_KIND_PREFIX + GatewayAction.DRAIN.value
+UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 
 
 @dataclass(frozen=True)
@@ -115,8 +122,6 @@ def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
                 f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
             )
         side.chassis = chassis
-        from l3ha.operations.ovn_rebalance import drained_chassis  # it imports this module
-
         drained = drained_chassis(ctx.journal, world.chassis) - {chassis.id}
         return plan_drain(world, chassis.id, request.action.value, drained)
 
@@ -208,3 +213,20 @@ class _Gateways:
                     f"router {router.id} has {have} live gateway chassis (wanted {wanted})"
                 )
         return tuple(problems)
+
+
+def drained_chassis(journal: Journal | None, chassis: tuple[Agent, ...]) -> frozenset[str]:
+    """The chassis whose latest drain in the journal is newer than their latest undrain."""
+    if journal is None:
+        return frozenset()
+    decided: dict[str, bool] = {}
+    for op in journal.history():  # newest first
+        if op.kind not in (DRAIN_KIND, UNDRAIN_KIND):
+            continue
+        ref = str(op.args.get("chassis") or op.args.get("agent") or "")
+        try:
+            chassis_id = resolve_chassis(chassis, ref).id
+        except L3haError:
+            continue  # a chassis gone since
+        decided.setdefault(chassis_id, op.kind == DRAIN_KIND)
+    return frozenset(c for c, is_drained in decided.items() if is_drained)

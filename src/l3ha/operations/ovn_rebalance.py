@@ -11,7 +11,7 @@ target.
 
 Neutron refuses to disable an OVN agent, so the mark "drained" lives in l3ha's journal: a
 chassis is drained while its latest ``ovn-drain`` operation is newer than its latest
-``ovn-undrain`` (``drained_chassis``). ``undrain`` journals the ``ovn-undrain`` (no moves)
+``ovn-undrain`` (``l3ha.operations.ovn.drained_chassis``). ``undrain`` journals the ``ovn-undrain`` (no moves)
 and, with ``rebalance``, runs the rebalance with the chassis eligible again.
 
 ``rebalance(ctx, request)`` is the public entry the watch daemon calls (``--auto-rebalance``).
@@ -21,24 +21,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from l3ha.errors import L3haError, SafetyHaltError
+from l3ha.errors import SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
 from l3ha.executor.gateway_outcome import GatewayOutcome
-from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX
-from l3ha.journal import Journal, ObjectKind, OperationStatus
+from l3ha.journal import ObjectKind, OperationStatus
 from l3ha.journal.history import NAMES
-from l3ha.model import Agent
-from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayExecuted, GatewayResult
+from l3ha.operations.ovn import (
+    UNDRAIN_KIND,
+    GatewayAction,
+    GatewayContext,
+    GatewayExecuted,
+    GatewayResult,
+    drained_chassis,
+)
 from l3ha.operations.planning import cut_to_budget
 from l3ha.ovn_checks import control_plane_fault
-from l3ha.ovn_model import OvnSnapshot, resolve_chassis
+from l3ha.ovn_model import OvnSnapshot
 from l3ha.planner.gateway import GatewayPlan
 from l3ha.planner.gateway_balance import plan_gateway_rebalance
 from l3ha.weights import WeightPolicy
-
-DRAIN_KIND = GATEWAY_KIND_PREFIX + GatewayAction.DRAIN.value
-UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 
 
 @dataclass(frozen=True)
@@ -95,23 +97,6 @@ def undrain(
     eligible = replace(request, drained=drained - {chassis.id})
     moved = rebalance(ctx, eligible)
     return GatewayResult(GatewayAction.UNDRAIN, moved.steps, moved.problems)
-
-
-def drained_chassis(journal: Journal | None, chassis: tuple[Agent, ...]) -> frozenset[str]:
-    """The chassis whose latest drain in the journal is newer than their latest undrain."""
-    if journal is None:
-        return frozenset()
-    decided: dict[str, bool] = {}
-    for op in journal.history():  # newest first
-        if op.kind not in (DRAIN_KIND, UNDRAIN_KIND):
-            continue
-        ref = str(op.args.get("chassis") or op.args.get("agent") or "")
-        try:
-            chassis_id = resolve_chassis(chassis, ref).id
-        except L3haError:
-            continue  # a chassis gone since
-        decided.setdefault(chassis_id, op.kind == DRAIN_KIND)
-    return frozenset(c for c, is_drained in decided.items() if is_drained)
 
 
 def _gated(ctx: GatewayContext) -> OvnSnapshot:
