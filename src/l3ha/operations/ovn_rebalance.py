@@ -11,8 +11,9 @@ target.
 
 Neutron refuses to disable an OVN agent, so the mark "drained" lives in l3ha's journal: a
 chassis is drained while its latest ``ovn-drain`` operation is newer than its latest
-``ovn-undrain`` (``l3ha.operations.ovn.drained_chassis``). ``undrain`` journals the ``ovn-undrain`` (no moves)
-and, with ``rebalance``, runs the rebalance with the chassis eligible again.
+``ovn-undrain`` (``l3ha.operations.ovn.drained_chassis``). ``undrain`` journals the
+``ovn-undrain`` (no moves) and, with ``rebalance``, runs the rebalance with the chassis
+eligible again.
 
 ``rebalance(ctx, request)`` is the public entry the watch daemon calls (``--auto-rebalance``).
 """
