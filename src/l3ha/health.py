@@ -113,6 +113,10 @@ class HealthPolicy:
         )
         _require("clock_jump_tolerance", self.clock_jump_tolerance, lambda v: v > 0, "> 0 seconds")
 
+    def restart_grace(self, routers: int) -> float:
+        """How long an agent (or chassis) back with ``routers`` routers is given to settle."""
+        return self.restart_grace_base + self.restart_grace_per_router * routers
+
     @property
     def late_after(self) -> float:
         """Silence after which an agent has missed at least one heartbeat."""
@@ -324,10 +328,8 @@ def _verdict(
 ) -> Verdict:
     if not agent.admin_state_up:
         return Verdict.DISABLED
-    if track.restarted_at is not None:
-        grace = policy.restart_grace_base + policy.restart_grace_per_router * routers
-        if now - track.restarted_at < grace:
-            return Verdict.GRACE
+    if track.restarted_at is not None and now - track.restarted_at < policy.restart_grace(routers):
+        return Verdict.GRACE
     silent_long_enough = track.silence(now) > policy.agent_down_time
     if silent_long_enough and track.stale_observations >= policy.dead_after_observations:
         return Verdict.DEAD

@@ -19,7 +19,7 @@ nothing more:
   the cycle's move budget, canary first, never onto a chassis drained in the journal.
   OVN agents report no new ``started_at`` when a chassis returns, so the kind keeps the
   restart grace itself: it rebalances only when every chassis has been judged alive for
-  ``restart_grace_base + restart_grace_per_router`` times its routers (the L3 agents' grace)
+  ``HealthPolicy.restart_grace`` of its routers (the L3 agents' grace)
   on l3ha's clock; a southbound outage (every chassis dead) restarts every chassis' grace.
 
 Every kind plans on the world as l3ha judges it (``decide.overlay``): only its own
@@ -328,9 +328,7 @@ class GatewayKind(_Kind):
         now, policy = self.clock.monotonic(), self.grace
         for chassis in world.chassis:
             since = self._alive_since.get(chassis.id)
-            grace = policy.restart_grace_base + policy.restart_grace_per_router * len(
-                world.routers_of(chassis.id)
-            )
+            grace = policy.restart_grace(len(world.routers_of(chassis.id)))
             if since is None or now - since < grace:
                 return False
         return True
