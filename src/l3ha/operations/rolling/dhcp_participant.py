@@ -23,7 +23,7 @@ from l3ha.executor.dhcp_steps import change_dhcp_agent
 from l3ha.model import Agent
 from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
 from l3ha.operations.request import DhcpAction, DhcpRequest
-from l3ha.operations.rolling.participants import RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
 
 
 class DhcpSide:
@@ -42,7 +42,7 @@ class DhcpSide:
     def _run(self, run: RunContext, action: DhcpAction, **fields: Any) -> DhcpResult:
         ctx = DhcpContext(self.cloud, run.ops.journal, run.ops.clock, run.ops.notify)
         fields.setdefault("execution", run.request.execution)
-        request = DhcpRequest(action=action, journal_args=(("rolling", "yes"),), **fields)
+        request = DhcpRequest(action=action, journal_args=ROLLING_JOURNAL_ARGS, **fields)
         return run_dhcp_action(ctx, request)
 
     def present(self, run: RunContext, host: str) -> bool:

@@ -30,7 +30,12 @@ from l3ha.errors import L3haError
 from l3ha.health import HealthState, observe
 from l3ha.operations import Action, ActionRequest, finish_interrupted, run_action
 from l3ha.operations.rolling.command import group_alive, run_command
-from l3ha.operations.rolling.participants import Participant, RunContext, StepResult
+from l3ha.operations.rolling.participants import (
+    ROLLING_JOURNAL_ARGS,
+    Participant,
+    RunContext,
+    StepResult,
+)
 from l3ha.operations.rolling.plan import Phase, StepKey, command_argv, run_steps
 from l3ha.operations.rolling.record import RollingRecord, RunStatus, StepRecord, StepStatus
 from l3ha.operations.rolling.report import HostSummary, RollingReport
@@ -318,7 +323,7 @@ def _rebalance(run: _Run, report: RollingReport) -> None:
         weights=request.weights,
         execution=request.execution,
         placement=replace(request.placement, to=()),
-        journal_args=(("rolling", "yes"),),
+        journal_args=ROLLING_JOURNAL_ARGS,
     )
     result = run_action(run.ctx.ops, rebalance)
     hosts = {a.id: a.host for a in run.ctx.ops.observe().agents}

@@ -28,12 +28,9 @@ from l3ha.model import Agent
 from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, GatewayResult
 from l3ha.operations.ovn import drain as drain_chassis
 from l3ha.operations.ovn_rebalance import RebalanceRequest, undrain
-from l3ha.operations.rolling.participants import RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
 from l3ha.ovn_model import resolve_chassis
 from l3ha.planner.gateway import GatewayMoveKind
-
-#: Journalled with every write of a rolling run.
-ROLLING = (("rolling", "yes"),)
 
 
 class GatewaySide:
@@ -76,13 +73,13 @@ class GatewaySide:
 
     def drain(self, run: RunContext, agent: Agent) -> GatewayResult:
         request = GatewayRequest(GatewayAction.DRAIN, agent.id, execution=run.request.execution,
-                                 journal_args=ROLLING)  # fmt: skip
+                                 journal_args=ROLLING_JOURNAL_ARGS)  # fmt: skip
         return drain_chassis(self._context(run), request)
 
     def undrain(self, run: RunContext, host: str) -> GatewayResult:
         req = run.request
         request = RebalanceRequest(weights=req.weights, execution=req.execution,
-                                   journal_args=ROLLING)  # fmt: skip
+                                   journal_args=ROLLING_JOURNAL_ARGS)  # fmt: skip
         return undrain(self._context(run), host, request, then_rebalance=True)
 
     def change_agent(self, run: RunContext, change: AgentChange, agent: Agent) -> AgentChangeResult:

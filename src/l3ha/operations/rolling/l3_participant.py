@@ -18,7 +18,7 @@ from typing import Any
 from l3ha.executor import AgentChange, AgentChangeResult, ExecutorOptions, MoveResult
 from l3ha.model import Agent, MoveKind, Snapshot
 from l3ha.operations import Action, ActionRequest, ActionResult, make_plan, run_action
-from l3ha.operations.rolling.participants import RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
 
 
 class L3Side:
@@ -38,7 +38,7 @@ class L3Side:
             weights=req.weights,
             execution=req.execution,
             placement=req.placement,
-            journal_args=(("rolling", "yes"),),
+            journal_args=ROLLING_JOURNAL_ARGS,
         )
         return replace(base, **changes)
 

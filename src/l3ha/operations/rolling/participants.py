@@ -43,6 +43,9 @@ from l3ha.operations.rolling.plan import RollingRequest
 
 CANARY_MARK = f"{DRAIN_MARK} canary"
 DATAPLANE_POLL = 0.1  # seconds between looks at the guard while the canary's address is awaited
+#: Journalled with every write of a rolling run, whatever its kind.
+ROLLING_JOURNAL_ARGS = (("rolling", "yes"),)
+
 #: Outcomes (of every kind) by which an object left its source or reached its target.
 _ARRIVED = frozenset({"moved", "removed", "pending"})
 #: Outcomes that are no problem for a rolling step.
