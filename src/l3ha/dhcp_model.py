@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
-from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
-from l3ha.model import Agent, AgentView, group_by
+from l3ha.errors import NotFoundError
+from l3ha.model import Agent, AgentView, IdIndex, group_by, resolve_agent
 
 DHCP_AGENT_TYPE = "DHCP agent"
 DHCP_PORT_OWNER = "network:dhcp"
@@ -94,9 +94,7 @@ class DhcpSnapshot(AgentView):
     other_agents: tuple[OtherAgent, ...] = ()
     observed_at: str = ""
 
-    @cached_property
-    def networks_by_id(self) -> Mapping[str, Network]:
-        return {n.id: n for n in self.networks}
+    networks_by_id = IdIndex[Network]("networks")
 
     @cached_property
     def _by_network(self) -> Mapping[str, tuple[str, ...]]:
@@ -135,48 +133,24 @@ class DhcpSnapshot(AgentView):
         )
 
     def find_agent(self, ref: str) -> Agent:
-        """Resolve a DHCP agent given by id, host name or unique id prefix (4+ characters)."""
-        return resolve_dhcp_agent(self.agents, self.other_agents, ref)
+        """Resolve a DHCP agent given by id, host name or unique id prefix (4+ characters).
+
+        An id (or unique prefix) of an agent of another type is refused by name:
+        "agent X is not a DHCP agent (it is the L3 agent on HOST)".
+        """
+        return resolve_agent(
+            self.agents,
+            ref,
+            kind="DHCP agent",
+            listed="DHCP agents on",
+            label=lambda a: a.id,
+            before_prefix=lambda r: _refuse_other_type(self.other_agents, r),
+        )
 
 
 def usable(agent: Agent | None) -> bool:
     """Whether an agent serves DHCP now: alive and enabled."""
     return agent is not None and agent.alive and agent.admin_state_up
-
-
-def resolve_dhcp_agent(
-    agents: tuple[Agent, ...], others: tuple[OtherAgent, ...], ref: str
-) -> Agent:
-    """One DHCP agent by id, host or id prefix; ``NotFoundError``/``AmbiguousError`` otherwise.
-
-    An id (or unique prefix) of an agent of another type is refused by name:
-    "agent X is not a DHCP agent (it is the L3 agent on HOST)".
-    """
-    ref = ref.strip()
-    exact = [a for a in agents if a.id == ref] or [a for a in agents if a.host == ref]
-    if len(exact) == 1:
-        return exact[0]
-    if exact:
-        raise AmbiguousError(
-            f"host {ref!r} has several DHCP agents: {candidates_text(a.id for a in exact)}; "
-            "give the agent id"
-        )
-    _refuse_other_type(others, ref)
-    if len(ref) >= 4:
-        by_prefix = [a for a in agents if a.id.startswith(ref)]
-        if len(by_prefix) == 1:
-            return by_prefix[0]
-        if by_prefix:
-            raise AmbiguousError(
-                f"agent id prefix {ref!r} is ambiguous: {candidates_text(a.id for a in by_prefix)}"
-            )
-    near = [a.host for a in agents if ref.lower() in a.host.lower()]
-    hint = (
-        f"; did you mean: {candidates_text(near)}"
-        if near
-        else f"; DHCP agents on: {candidates_text(a.host for a in agents)}"
-    )
-    raise NotFoundError(f"no DHCP agent with host or id {ref!r}{hint}")
 
 
 def _refuse_other_type(others: tuple[OtherAgent, ...], ref: str) -> None:

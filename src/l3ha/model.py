@@ -8,11 +8,11 @@ one-line errors that list the candidates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
 
@@ -99,15 +99,38 @@ class Binding:
     ha_state: HAState | None = None
 
 
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+IdT = TypeVar("IdT", bound=_HasId)
+
+
+class IdIndex(Generic[IdT]):
+    """A snapshot's look-up by id of the objects in one of its fields, built on first use and
+    kept, as ``cached_property`` does: ``routers_by_id = IdIndex[Router]("routers")``."""
+
+    def __init__(self, field_name: str) -> None:
+        self.field_name = field_name
+        self.name = field_name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, snapshot: object, owner: type | None = None) -> Mapping[str, IdT]:
+        index = {item.id: item for item in getattr(snapshot, self.field_name)}
+        snapshot.__dict__[self.name] = index  # found before this descriptor from now on
+        return index
+
+
 @dataclass(frozen=True)
 class AgentView:
     """What the snapshots of every kind of agent share: the agents, indexed by id."""
 
     agents: tuple[Agent, ...]
 
-    @cached_property
-    def agents_by_id(self) -> Mapping[str, Agent]:
-        return {a.id: a for a in self.agents}
+    agents_by_id = IdIndex[Agent]("agents")
 
 
 @dataclass(frozen=True)
@@ -122,9 +145,7 @@ class Snapshot(AgentView):
     bindings: tuple[Binding, ...]
     observed_at: str = ""
 
-    @cached_property
-    def routers_by_id(self) -> Mapping[str, Router]:
-        return {r.id: r for r in self.routers}
+    routers_by_id = IdIndex[Router]("routers")
 
     @cached_property
     def _bindings_by_router(self) -> Mapping[str, tuple[Binding, ...]]:
@@ -182,18 +203,27 @@ def group_by(items: Iterable[T], key: Callable[[T], str]) -> dict[str, tuple[T, 
     return {k: tuple(v) for k, v in index.items()}
 
 
-def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
-    """Find one agent by id, host name or unique id prefix (see ``Snapshot.find_agent``)."""
+def resolve_agent(
+    agents: Sequence[Agent],
+    ref: str,
+    *,
+    kind: str = "L3 agent",
+    listed: str = "known hosts",
+    label: Callable[[Agent], str] = lambda a: f"{a.id} ({a.mode})",
+    before_prefix: Callable[[str], None] | None = None,
+) -> Agent:
+    """Find one ``kind`` agent by id, host name or unique id prefix (see
+    ``Snapshot.find_agent``); ``label`` names the candidates of an ambiguous host,
+    ``before_prefix`` may refuse the reference before prefixes are tried."""
     ref = ref.strip()
-    for agent in agents:
-        if agent.id == ref:
-            return agent
-    by_host = [a for a in agents if a.host == ref]
-    if len(by_host) == 1:
-        return by_host[0]
-    if by_host:
-        choices = candidates_text(f"{a.id} ({a.mode})" for a in by_host)
-        raise AmbiguousError(f"host {ref!r} has several L3 agents: {choices}; give the agent id")
+    exact = [a for a in agents if a.id == ref][:1] or [a for a in agents if a.host == ref]
+    if len(exact) == 1:
+        return exact[0]
+    if exact:
+        choices = candidates_text(label(a) for a in exact)
+        raise AmbiguousError(f"host {ref!r} has several {kind}s: {choices}; give the agent id")
+    if before_prefix is not None:
+        before_prefix(ref)
     if len(ref) >= MIN_ID_PREFIX:
         by_prefix = [a for a in agents if a.id.startswith(ref)]
         if len(by_prefix) == 1:
@@ -206,8 +236,8 @@ def resolve_agent(agents: tuple[Agent, ...] | list[Agent], ref: str) -> Agent:
     if near:
         hint = f"; did you mean: {candidates_text(near)}"
     else:
-        hint = f"; known hosts: {candidates_text(a.host for a in agents)}"
-    raise NotFoundError(f"no L3 agent with host or id {ref!r}{hint}")
+        hint = f"; {listed}: {candidates_text(a.host for a in agents)}"
+    raise NotFoundError(f"no {kind} with host or id {ref!r}{hint}")
 
 
 class MoveKind(StrEnum):

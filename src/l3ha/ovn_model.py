@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from l3ha.errors import AmbiguousError, NotFoundError, candidates_text
-from l3ha.model import Agent, Router, group_by
+from l3ha.model import Agent, IdIndex, Router, group_by
 
 GATEWAY_AGENT_TYPE = "OVN Controller Gateway agent"
 L3_AGENT_TYPE = "L3 agent"
@@ -84,13 +84,8 @@ class OvnSnapshot:
     bindings: tuple[GatewayBinding, ...]
     observed_at: str = ""
 
-    @cached_property
-    def chassis_by_id(self) -> Mapping[str, Agent]:
-        return {c.id: c for c in self.chassis}
-
-    @cached_property
-    def routers_by_id(self) -> Mapping[str, Router]:
-        return {r.id: r for r in self.routers}
+    chassis_by_id = IdIndex[Agent]("chassis")
+    routers_by_id = IdIndex[Router]("routers")
 
     @cached_property
     def _groups(self) -> Mapping[str, tuple[GatewayBinding, ...]]:

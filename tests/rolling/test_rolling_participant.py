@@ -19,7 +19,7 @@ from l3ha.executor.agents import AgentChangeOutcome
 from l3ha.model import Agent
 from l3ha.operations.request import OperationResult
 from l3ha.operations.rolling import Participant, RollingRequest, RunContext
-from l3ha.operations.rolling.participants import CANARY_MARK
+from l3ha.operations.rolling.participants import CANARY_MARK, SideTraits
 
 
 class GatewayAction(StrEnum):
@@ -30,9 +30,7 @@ class GatewayAction(StrEnum):
 class GatewaySide:
     """A chassis whose drain hands its gateways to the others (``stuck``: one stays)."""
 
-    name, unit, prefix, ports = "gateway", "gateways", "gateway ", "its gateway port"
-    canary_required = False
-    returns_on_restore = False
+    traits = SideTraits("gateway", "gateways", "gateway ", "its gateway port")
 
     def __init__(self, stuck: bool = False) -> None:
         self.agent = Agent("c1", "net-1")

@@ -30,10 +30,6 @@ from l3ha.model import Agent, Move, MoveKind
 
 log = logging.getLogger(__name__)
 
-#: The journal's operation kind of a DHCP agent change; every DHCP kind starts with "dhcp-".
-DHCP_AGENT_CHANGE_KIND = "dhcp-agent-state"
-DHCP_KIND_PREFIX = "dhcp-"
-
 _JOURNAL_KIND = {
     DhcpMoveKind.MOVE: MoveKind.MOVE,
     DhcpMoveKind.ADD: MoveKind.ADD_REPLICA,
@@ -42,8 +38,9 @@ _JOURNAL_KIND = {
 
 
 def is_dhcp_operation(kind: str) -> bool:
-    """Whether a journal operation kind is one of the DHCP actions (router recovery skips them)."""
-    return kind.startswith(DHCP_KIND_PREFIX)
+    """Whether a journal operation kind is one of the DHCP actions (router recovery skips
+    them): every DHCP kind starts with "dhcp-"."""
+    return kind.startswith("dhcp-")
 
 
 def journal_move(move: DhcpMove) -> Move:
@@ -184,7 +181,7 @@ def change_dhcp_agent(
     return journalled_change(
         journal,
         clock,
-        DHCP_AGENT_CHANGE_KIND,
+        "dhcp-agent-state",  # the journal's operation kind of a DHCP agent change
         change,
         lambda: cloud.set_dhcp_agent_state(change.agent_id, admin, description),
         label="DHCP agent",

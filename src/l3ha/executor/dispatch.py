@@ -125,7 +125,7 @@ class Dispatcher(Generic[M, R]):
         later = self.items[len(canary) :]
         if outcomes and all(o in self.kind.bad for o in outcomes):
             for item in later:
-                self._finish(item, self.kind.skipped(item.move, CANARY_FAILED))
+                self._finish(item, self.kind.ended(item.move, "skipped", CANARY_FAILED))
             return
         self.kind.after_canary([i.move for i in later])
 
@@ -154,7 +154,8 @@ class Dispatcher(Generic[M, R]):
                 elif item is None and not skips:
                     self.budgets.cond.wait(timeout=0.2)
             for index, why in skips.items():
-                self._finish(self.items[index], self.kind.skipped(self.items[index].move, why))
+                skipped = self.items[index]
+                self._finish(skipped, self.kind.ended(skipped.move, "skipped", why))
             if item is None:
                 continue
             if not claimed:
@@ -198,7 +199,7 @@ class Dispatcher(Generic[M, R]):
             return phase()
         except Exception as exc:
             log.exception("%s move %d failed unexpectedly", self.kind.name, item.move_id)
-            return self.kind.failed(item.move, f"unexpected error: {exc}")
+            return self.kind.ended(item.move, "failed", f"unexpected error: {exc}")
 
     def _phase_one(self, item: Item[M, R]) -> None:
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from l3ha.executor.ports import Readiness
@@ -50,6 +50,8 @@ class KindResult(Protocol):
     def started_after(self) -> float: ...
 
 
+#: The outcomes every kind has, that the dispatcher gives a move itself.
+Ended = Literal["skipped", "failed"]
 M = TypeVar("M", bound=KindMove)
 R = TypeVar("R", bound=KindResult)
 
@@ -105,9 +107,8 @@ class Kind(Protocol[M, R]):
     # The router, network, ... a move places (one move per object at a time).
     def object_id(self, move: M) -> str: ...
 
-    # The result of a move not started (SKIPPED), or of one that raised unexpectedly (FAILED).
-    def skipped(self, move: M, reason: str) -> R: ...
-    def failed(self, move: M, reason: str) -> R: ...
+    # The result of a move not started ("skipped") or of one that raised unexpectedly ("failed").
+    def ended(self, move: M, outcome: Ended, reason: str) -> R: ...
 
     # Why a move not started yet is no longer wanted (its source is back), else None.
     def skip_unstarted(self, item: Item[M, R], items: Sequence[Item[M, R]]) -> str | None: ...

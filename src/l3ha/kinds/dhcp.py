@@ -21,7 +21,7 @@ from l3ha.dhcp_model import DhcpMove, DhcpMoveKind
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError
 from l3ha.executor.outcome import BAD_DHCP_OUTCOMES, DhcpMoveResult, DhcpOutcome
-from l3ha.kinds.base import Item, Waited, Written
+from l3ha.kinds.base import Ended, Item, Waited, Written
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -58,11 +58,8 @@ class DhcpKind:
     def object_id(self, move: DhcpMove) -> str:
         return move.network_id
 
-    def skipped(self, move: DhcpMove, reason: str) -> DhcpMoveResult:
-        return DhcpMoveResult(move, DhcpOutcome.SKIPPED, reason)
-
-    def failed(self, move: DhcpMove, reason: str) -> DhcpMoveResult:
-        return DhcpMoveResult(move, DhcpOutcome.FAILED, reason)
+    def ended(self, move: DhcpMove, outcome: Ended, reason: str) -> DhcpMoveResult:
+        return DhcpMoveResult(move, DhcpOutcome(outcome), reason)
 
     def skip_unstarted(self, item: DhcpItem, items: Sequence[DhcpItem]) -> str | None:
         return None  # each move re-checks its source itself, in phase one
@@ -81,9 +78,9 @@ class DhcpKind:
                 return DhcpMoveResult(move, DhcpOutcome.REMOVED, why)
             return self._add_somewhere(item, hosts)
         except SkipMoveError as skip:
-            return self.skipped(move, str(skip))
+            return self.ended(move, "skipped", str(skip))
         except L3haError as exc:
-            return self.failed(move, str(exc))
+            return self.ended(move, "failed", str(exc))
 
     def _add_somewhere(self, item: DhcpItem, hosts: Mapping[str, Agent]) -> Written:
         """Add the network to the planned target, else to a fallback."""

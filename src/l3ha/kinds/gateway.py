@@ -20,7 +20,7 @@ from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
 from l3ha.executor.gateway_steps import GatewayReadiness, GatewayWriter
-from l3ha.kinds.base import Item, Waited, Written
+from l3ha.kinds.base import Ended, Item, Waited, Written
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
 
@@ -42,11 +42,8 @@ class GatewayKind:
     def object_id(self, move: GatewayMove) -> str:
         return move.router_id
 
-    def skipped(self, move: GatewayMove, reason: str) -> GatewayMoveResult:
-        return GatewayMoveResult(move, GatewayOutcome.SKIPPED, reason)
-
-    def failed(self, move: GatewayMove, reason: str) -> GatewayMoveResult:
-        return GatewayMoveResult(move, GatewayOutcome.FAILED, reason)
+    def ended(self, move: GatewayMove, outcome: Ended, reason: str) -> GatewayMoveResult:
+        return GatewayMoveResult(move, GatewayOutcome(outcome), reason)
 
     def skip_unstarted(self, item: GatewayItem, items: Sequence[GatewayItem]) -> str | None:
         return None  # each move re-checks its source itself, in phase one
@@ -68,9 +65,9 @@ class GatewayKind:
             else:
                 priority = self.writer.replace(move, item.move_id, group)
         except SkipMoveError as skip:
-            return self.skipped(move, str(skip))
+            return self.ended(move, "skipped", str(skip))
         except L3haError as exc:
-            return self.failed(move, str(exc))
+            return self.ended(move, "failed", str(exc))
         target = self.chassis.get(move.target or "")
         if target is None or priority is None:
             return GatewayMoveResult(move, GatewayOutcome.REMOVED, move.reason)

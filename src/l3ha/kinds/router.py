@@ -18,7 +18,7 @@ from l3ha.executor.outcome import BAD_OUTCOMES, MoveOutcome, MoveResult
 from l3ha.executor.ports import RouterReadiness
 from l3ha.executor.salvage import salvage
 from l3ha.executor.steps import NO_AGENT, SOURCE_BACK, MoveWriter
-from l3ha.kinds.base import Item, Waited, Written
+from l3ha.kinds.base import Ended, Item, Waited, Written
 from l3ha.model import Move, MoveKind
 
 log = logging.getLogger(__name__)
@@ -48,11 +48,8 @@ class RouterKind:
     def object_id(self, move: Move) -> str:
         return move.router_id
 
-    def skipped(self, move: Move, reason: str) -> MoveResult:
-        return MoveResult(move, MoveOutcome.SKIPPED, reason)
-
-    def failed(self, move: Move, reason: str) -> MoveResult:
-        return MoveResult(move, MoveOutcome.FAILED, reason)
+    def ended(self, move: Move, outcome: Ended, reason: str) -> MoveResult:
+        return MoveResult(move, MoveOutcome(outcome), reason)
 
     def skip_unstarted(self, item: RouterItem, items: Sequence[RouterItem]) -> str | None:
         move = item.move

@@ -32,12 +32,11 @@ from l3ha.model import Agent, MoveKind, Plan, Snapshot
 from l3ha.operations.context import (
     OperationContext,
     agent_of_another_kind,
-    drain_change,
     operation_args,
     still_on_source,
     undrain_change,
 )
-from l3ha.operations.drain import DrainWords, finish_drain
+from l3ha.operations.drain import DrainWords, run_drain
 from l3ha.operations.flow import run_flow
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement, within_budget
@@ -122,20 +121,9 @@ def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Move routers off a live agent, then disable it (a disabled agent tears its routers
     down, so it is disabled only once none is left), then sweep up late arrivals."""
     side = _Routers(ctx, request)
-    first = run_flow(side, side.plan_on, dry_run=request.dry_run)[0]
-    agent = first.snapshot.find_agent(request.agent or "")
-    change = drain_change(agent, first.snapshot.observed_at, "drain: no router left on the agent")
-    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=request.dry_run)
+    agent = request.agent or ""
+    done = run_drain(side, side.plan_on, ctx.notify, agent, dry_run=request.dry_run)
     return ActionResult(request.action, tuple(done.steps), problems=done.problems)
-
-
-#: How the router drain names its agent and routers (``l3ha.operations.drain``).
-_ROUTER_WORDS = DrainWords(
-    "agent",
-    "router",
-    arrived="{count} router(s) arrived on {host} while it drained; moving them",
-    landed="{count} router(s) landed meanwhile; moving them",
-)
 
 
 @dataclass
@@ -145,7 +133,14 @@ class _Routers:
     ctx: OperationContext
     request: ActionRequest
     interrupted: list[OperationRecord] = field(default_factory=list)
-    words: DrainWords = _ROUTER_WORDS
+    #: How the router drain names its agent and routers (``l3ha.operations.drain``).
+    words = DrainWords(
+        "agent",
+        "router",
+        arrived="{count} router(s) arrived on {host} while it drained; moving them",
+        landed="{count} router(s) landed meanwhile; moving them",
+        disabled="drain: no router left on the agent",
+    )
 
     def recover(self) -> bool:
         """Finish what a crash interrupted (the actions that do); keep the operations whose

@@ -26,12 +26,11 @@ from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
 from l3ha.model import Agent
 from l3ha.operations.context import (
     KindContext,
-    drain_change,
     operation_args,
     still_on_source,
     undrain_change,
 )
-from l3ha.operations.drain import DrainWords, finish_drain
+from l3ha.operations.drain import DrainWords, run_drain
 from l3ha.operations.flow import run_flow
 from l3ha.operations.planning import refuse_when_fleet_down, within_budget
 from l3ha.operations.request import (
@@ -108,21 +107,8 @@ def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
         _gate_fleet(request, snapshot, "drain")
         return plan_dhcp_drain(snapshot, side.agent_id, policy)
 
-    first = run_flow(side, plan_on, dry_run=side.dry)[0]
-    agent = first.snapshot.agents_by_id[side.agent_id]
-    why = "dhcp drain: no network left on the agent"
-    change = drain_change(agent, first.snapshot.observed_at, why)
-    done = finish_drain(side, ctx.notify, agent, first, change, dry_run=side.dry)
+    done = run_drain(side, plan_on, ctx.notify, request.agent or "", dry_run=side.dry)
     return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
-
-
-#: How the DHCP drain names its agent and networks (``l3ha.operations.drain``).
-_DHCP_WORDS = DrainWords(
-    "DHCP agent",
-    "network",
-    arrived="{count} network(s) arrived on DHCP agent {host} while it drained",
-    landed="{count} network(s) landed meanwhile",
-)
 
 
 @dataclass
@@ -137,7 +123,14 @@ class _Dhcp:
     fallbacks: bool = True
     agent_id: str = ""  # the drained agent
     source: Agent | None = None  # the evacuated agent, once planned
-    words: DrainWords = _DHCP_WORDS
+    #: How the DHCP drain names its agent and networks (``l3ha.operations.drain``).
+    words = DrainWords(
+        "DHCP agent",
+        "network",
+        arrived="{count} network(s) arrived on DHCP agent {host} while it drained",
+        landed="{count} network(s) landed meanwhile",
+        disabled="dhcp drain: no network left on the agent",
+    )
 
     @property
     def dry(self) -> bool:

@@ -1,8 +1,9 @@
 """The one drain flow for every kind: move off, repeat while objects arrive, disable, sweep.
 
 I/O: through the ``DrainSide`` it is given (cloud reads, executor runs, the agent
-change). A kind's drain gates and runs its first pass itself, then hands the
-rest to ``finish_drain``: in a dry run, say what the real run would do; else
+change). ``run_drain`` runs a kind's first pass (gates and all) through the flow every
+kind shares (``l3ha.operations.flow``), then the rest: in a dry run, say what the real
+run would do; else
 repeat the pass while objects keep arriving (at most ``DRAIN_PASSES`` passes),
 leave the agent enabled if anything is still on it (a disabled agent tears its
 objects down), disable it, and move whatever the scheduler put on it meanwhile.
@@ -12,40 +13,51 @@ words of its notices.
 
 from __future__ import annotations
 
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from l3ha.executor import AgentChange, AgentChangeResult
 from l3ha.model import Agent
-from l3ha.operations.context import Notify
+from l3ha.operations.context import Notify, drain_change
+from l3ha.operations.flow import FlowSide, run_flow
 from l3ha.operations.request import AgentChanged
 
 #: Passes a drain makes over an agent before disabling it, while objects keep arriving.
 DRAIN_PASSES = 3
 
 
+class _Snapshot(Protocol):
+    @property
+    def observed_at(self) -> str: ...
+    def find_agent(self, ref: str) -> Agent: ...
+
+
 class _Step(Protocol):
     @property
     def exit_code(self) -> int: ...
+    @property
+    def snapshot(self) -> _Snapshot: ...
 
 
 StepT = TypeVar("StepT", bound=_Step)
 SnapT = TypeVar("SnapT")
+Plan_contra = TypeVar("Plan_contra", contravariant=True)
 
 
 class DrainWords(NamedTuple):
     """How a kind's drain notices name the agent ("agent", "DHCP agent") and its objects
-    ("router"), and the notices (with ``{count}`` and ``{host}``) for objects that arrive
-    while it drains and that land after it is disabled."""
+    ("router"), the notices (with ``{count}`` and ``{host}``) for objects that arrive
+    while it drains and that land after it is disabled, and why the agent is disabled."""
 
     agent: str
     noun: str
     arrived: str
     landed: str
+    disabled: str
 
 
-class DrainSide(Protocol[StepT, SnapT]):
-    """What one kind supplies to the drain flow."""
+class DrainSide(FlowSide[SnapT, Plan_contra, StepT], Protocol[StepT, SnapT, Plan_contra]):
+    """What one kind supplies to the drain flow (besides its ``FlowSide``)."""
 
     @property
     def words(self) -> DrainWords: ...
@@ -67,16 +79,19 @@ class DrainOutcome(Generic[StepT]):
         self.problems: tuple[str, ...] = ()
 
 
-def finish_drain(
-    side: DrainSide[StepT, SnapT],
+def run_drain(
+    side: DrainSide[StepT, SnapT, Plan_contra],
+    plan_on: Callable[[SnapT], Plan_contra],
     notify: Notify,
-    agent: Agent,
-    first: StepT,
-    change: AgentChange,
+    agent_ref: str,
     *,
     dry_run: bool,
 ) -> DrainOutcome[StepT]:
-    """Everything after a drain's first pass (see the module docstring)."""
+    """The drain of the agent ``agent_ref``: its first pass (``plan_on`` gates and plans),
+    then everything after it (see the module docstring)."""
+    first = run_flow(side, plan_on, dry_run=dry_run)[0]
+    agent = first.snapshot.find_agent(agent_ref)
+    change = drain_change(agent, first.snapshot.observed_at, side.words.disabled)
     done = DrainOutcome(first)
     if dry_run:
         stranded = side.stranded(first)
@@ -108,7 +123,7 @@ def finish_drain(
 
 
 def _repeat_while_arriving(
-    side: DrainSide[StepT, SnapT],
+    side: DrainSide[StepT, SnapT, Plan_contra],
     notify: Notify,
     agent: Agent,
     last: StepT,

@@ -23,18 +23,13 @@ from l3ha.executor.dhcp_steps import change_dhcp_agent
 from l3ha.model import Agent
 from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
 from l3ha.operations.request import DhcpAction, DhcpRequest
-from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext, SideTraits
 
 
 class DhcpSide:
     """The DHCP agent and its networks (see the module docstring)."""
 
-    name = "dhcp"
-    unit = "networks"
-    prefix = "DHCP "
-    ports = "its DHCP port"
-    canary_required = False
-    returns_on_restore = True
+    traits = SideTraits("dhcp", "networks", "DHCP ", "its DHCP port", returns_on_restore=True)
 
     def __init__(self, cloud: DhcpCloud) -> None:
         self.cloud = cloud

@@ -28,7 +28,7 @@ from l3ha.model import Agent
 from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, GatewayResult
 from l3ha.operations.ovn import drain as drain_chassis
 from l3ha.operations.ovn_rebalance import RebalanceRequest, undrain
-from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext, SideTraits
 from l3ha.ovn_model import resolve_chassis
 from l3ha.planner.gateway import GatewayMoveKind
 
@@ -36,12 +36,7 @@ from l3ha.planner.gateway import GatewayMoveKind
 class GatewaySide:
     """The gateway chassis and the routers it is primary for (see the module docstring)."""
 
-    name = "gateway"
-    unit = "routers"
-    prefix = "gateway "
-    ports = "its gateway"
-    canary_required = False
-    returns_on_restore = False
+    traits = SideTraits("gateway", "routers", "gateway ", "its gateway")
 
     def __init__(self, ovn: NeutronOvn) -> None:
         self.ovn = ovn

@@ -18,18 +18,13 @@ from typing import Any
 from l3ha.executor import AgentChange, AgentChangeResult, ExecutorOptions, MoveResult
 from l3ha.model import Agent, MoveKind, Snapshot
 from l3ha.operations import Action, ActionRequest, ActionResult, make_plan, run_action
-from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext
+from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext, SideTraits
 
 
 class L3Side:
     """The L3 agent and its routers (see the module docstring)."""
 
-    name = "l3"
-    unit = "routers"
-    prefix = ""
-    ports = "ports"
-    canary_required = True
-    returns_on_restore = False
+    traits = SideTraits("l3", "routers", "", "ports", canary_required=True)
 
     def _request(self, run: RunContext, action: Action, **changes: Any) -> ActionRequest:
         req = run.request

@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from l3ha.errors import L3haError
 from l3ha.executor import AgentChange
@@ -72,15 +72,21 @@ class RunContext:
     guard: TrafficGuard | None = None
 
 
-class Side(Protocol):
-    """What one kind of placement supplies to its rolling participant."""
+class SideTraits(NamedTuple):
+    """How a kind's side is named in a rolling run, and what its canary and restore do."""
 
     name: str  # the participant's name in the steps: "l3", "dhcp"
     unit: str  # what it moves, plural, for the summary and messages: "routers", "networks"
     prefix: str  # before "agent", "drain", "undrain" in messages: "" or "DHCP "
     ports: str  # what must be ACTIVE after a move: "ports", "its DHCP port"
-    canary_required: bool  # a canary step with nothing to move fails (else: only enables)
-    returns_on_restore: bool  # restore moves back what the drain moved off
+    canary_required: bool = False  # a canary step with nothing to move fails (else: enables)
+    returns_on_restore: bool = False  # restore moves back what the drain moved off
+
+
+class Side(Protocol):
+    """What one kind of placement supplies to its rolling participant."""
+
+    traits: SideTraits
 
     def present(self, run: RunContext, host: str) -> bool: ...
 
@@ -136,8 +142,10 @@ class Participant:
 
     def __init__(self, side: Side) -> None:
         self.side = side
-        self.name = side.name
-        self.unit = side.unit
+        self.traits = side.traits
+        self.name = side.traits.name
+        self.unit = side.traits.unit
+        self.noun = side.traits.unit[:-1]  # one of what it moves: "router", "network"
         self._ids: dict[str, str] = {}  # host -> agent id, once looked up
 
     def _moved(self, result: Result, *, source: str = "", target: str = "") -> list[str]:
@@ -155,7 +163,7 @@ class Participant:
         )
 
     def _where(self, host: str) -> str:
-        return f"the {self.side.prefix}agent of {host}" if self.side.prefix else host
+        return f"the {self.traits.prefix}agent of {host}" if self.traits.prefix else host
 
     def present(self, run: RunContext, host: str) -> bool:
         return self.side.present(run, host)
@@ -176,12 +184,14 @@ class Participant:
         detail = {"agent": agent.id, "started_at": agent.started_at, "moved_out": moved}
         if result.exit_code != 0:
             why = problem(result)
-            return StepResult(False, f"{side.prefix}drain of {host} did not finish: {why}", detail)
+            return StepResult(
+                False, f"{self.traits.prefix}drain of {host} did not finish: {why}", detail
+            )
         waiting = pending(result)
         if waiting:
             return StepResult(
                 False,
-                f"{len(waiting)} {side.unit[:-1]}(s) moved off {host} have {side.ports} not "
+                f"{len(waiting)} {self.noun}(s) moved off {host} have {self.traits.ports} not "
                 f"ACTIVE yet: {', '.join(waiting[:5])}",
                 {**detail, "pending": waiting},
             )
@@ -189,27 +199,27 @@ class Participant:
         if left:
             where = self._where(host)
             return StepResult(
-                False, f"{len(left)} {side.unit[:-1]}(s) still on {where} after the drain", detail
+                False, f"{len(left)} {self.noun}(s) still on {where} after the drain", detail
             )
         return StepResult(True, "", detail)
 
     def canary(self, run: RunContext, host: str, drained: dict[str, Any]) -> StepResult:
-        side, noun = self.side, self.side.unit[:-1]
+        side, noun = self.side, self.noun
         agent = side.find_agent(run, host)
         chosen = side.pick_canary(run, list(drained.get("moved_out", [])))
-        if chosen is None and side.canary_required:
+        if chosen is None and self.traits.canary_required:
             return StepResult(False, f"no {noun} can serve as the canary for {host}")
         enable = AgentChange(
             agent.id,
             host,
-            f"rolling: {side.prefix}canary",
+            f"rolling: {self.traits.prefix}canary",
             admin_state_up=True,
             description=CANARY_MARK,
         )
         enabled = side.change_agent(run, enable, agent)
         if not enabled.ok:
             return StepResult(
-                False, f"{side.prefix}agent on {host} could not be enabled: {enabled.detail}"
+                False, f"{self.traits.prefix}agent on {host} could not be enabled: {enabled.detail}"
             )
         if chosen is None:
             return StepResult(True, f"no {noun} to return as the canary", {"moved_back": 0})
@@ -217,7 +227,7 @@ class Participant:
 
     def _move_canary(self, run: RunContext, agent: Agent, chosen: str) -> StepResult:
         """The canary onto the enabled agent, ready within the timeout, answering if watched."""
-        noun, host = self.side.unit[:-1], agent.host
+        noun, host = self.noun, agent.host
         started = time.monotonic()
         timeout = run.request.canary_timeout
         execution = replace(run.request.execution, wait_ports=True, port_timeout=timeout)
@@ -229,7 +239,7 @@ class Participant:
                 False, f"canary {noun} {chosen} could not move to {host}: {exc}", detail
             )
         if result.exit_code != 0 or pending(result):
-            why = f"{self.side.ports} not ACTIVE" if pending(result) else problem(result)
+            why = f"{self.traits.ports} not ACTIVE" if pending(result) else problem(result)
             return StepResult(
                 False, f"canary {noun} {chosen} on {host}: {why} within {timeout:g} s", detail
             )
@@ -242,7 +252,7 @@ class Participant:
     ) -> StepResult:
         """With the guard watching the canary's address: it must answer, within the timeout.
         (The guard watches routers' addresses; any other object passes here.)"""
-        guard, noun = run.guard, self.side.unit[:-1]
+        guard, noun = run.guard, self.noun
         if guard is None or guard.router_answered_since(chosen, since) is None:
             return StepResult(True, "", {**detail, "moved_back": 1})
         moved_at = time.monotonic()
@@ -263,8 +273,10 @@ class Participant:
         side = self.side
         undrained = side.undrain(run, host)
         if undrained.exit_code != 0:
-            return StepResult(False, f"{side.prefix}undrain of {host} failed: {problem(undrained)}")
-        if not side.returns_on_restore:
+            return StepResult(
+                False, f"{self.traits.prefix}undrain of {host} failed: {problem(undrained)}"
+            )
+        if not self.traits.returns_on_restore:
             return StepResult(True)
         agent = side.find_agent(run, host)
         objects = tuple(drained.get("moved_out", []))
@@ -274,7 +286,7 @@ class Participant:
         detail = {"moved_back": len(self._moved(result, target=agent.id))}
         if result.exit_code != 0:
             return StepResult(
-                False, f"{side.unit} could not return to {host}: {problem(result)}", detail
+                False, f"{self.traits.unit} could not return to {host}: {problem(result)}", detail
             )
         return StepResult(True, "", detail)
 
