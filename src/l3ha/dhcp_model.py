@@ -150,7 +150,7 @@ class DhcpSnapshot(AgentView):
 
 def usable(agent: Agent | None) -> bool:
     """Whether an agent serves DHCP now: alive and enabled."""
-    return agent is not None and agent.alive and agent.admin_state_up
+    return agent is not None and agent.usable
 
 
 def _refuse_other_type(others: tuple[OtherAgent, ...], ref: str) -> None:

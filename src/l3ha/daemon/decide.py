@@ -17,14 +17,14 @@ primaries (a returning chassis gets nothing back by itself otherwise).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.health import Verdict
-from l3ha.model import Snapshot
+from l3ha.model import Agent, Snapshot
 from l3ha.operations.request import Action, DhcpAction
 from l3ha.ovn_model import OvnSnapshot
 
@@ -57,15 +57,29 @@ def targets(verdict_of: Mapping[str, Verdict]) -> tuple[str, ...]:
     return tuple(sorted(a for a, v in verdict_of.items() if v is Verdict.ALIVE))
 
 
+def _evacuations(
+    action: StrEnum,
+    agent_words: str,
+    agents: Iterable[Agent],
+    verdict_of: Mapping[str, Verdict],
+    on_agent: Callable[[str], Sized],
+) -> list[Decision]:
+    """Evacuate each agent (of any kind; by host) l3ha judges dead that still has something
+    ``on_agent``."""
+    return [
+        Decision(action, f"{agent_words} {a.host} is dead (l3ha's observation)", a.id)
+        for a in sorted(agents, key=lambda a: a.host)
+        if verdict_of.get(a.id) is Verdict.DEAD and on_agent(a.id)
+    ]
+
+
 def decide(
     snapshot: Snapshot, verdict_of: Mapping[str, Verdict], auto_rebalance: bool
 ) -> list[Decision]:
     """The actions of one cycle (see the module docstring); empty when all is well."""
-    decisions = [
-        Decision(Action.EVACUATE, f"agent {agent.host} is dead (l3ha's observation)", agent.id)
-        for agent in sorted(snapshot.agents, key=lambda a: a.host)
-        if verdict_of.get(agent.id) is Verdict.DEAD and snapshot.bindings_of_agent(agent.id)
-    ]
+    decisions = _evacuations(
+        Action.EVACUATE, "agent", snapshot.agents, verdict_of, snapshot.bindings_of_agent
+    )
     repair = _repair_reason(snapshot, verdict_of)
     if repair:
         decisions.append(Decision(Action.REPAIR, repair))
@@ -98,11 +112,9 @@ def decide_dhcp(
 ) -> list[Decision]:
     """Evacuate each DHCP agent judged dead that hosts networks; then, when a network is
     below its count on the agents l3ha judges alive, repair (never trim)."""
-    decisions = [
-        Decision(DhcpAction.EVACUATE, f"DHCP agent {a.host} is dead (l3ha's observation)", a.id)
-        for a in sorted(snapshot.agents, key=lambda a: a.host)
-        if verdict_of.get(a.id) is Verdict.DEAD and snapshot.networks_of_agent(a.id)
-    ]
+    decisions = _evacuations(
+        DhcpAction.EVACUATE, "DHCP agent", snapshot.agents, verdict_of, snapshot.networks_of_agent
+    )
     world = overlay(snapshot, verdict_of)
     short = [
         n.id
@@ -131,11 +143,9 @@ def decide_gateways(
     """Evacuate each gateway chassis judged dead that is still in a router's group; with
     ``auto_rebalance``, when there is none, every chassis is judged alive and ``settled``
     (each one alive for its grace: the caller's clock), rebalance."""
-    decisions = [
-        Decision(Action.EVACUATE, f"gateway chassis {c.host} is dead (l3ha's observation)", c.id)
-        for c in sorted(snapshot.chassis, key=lambda c: c.host)
-        if verdict_of.get(c.id) is Verdict.DEAD and snapshot.routers_of(c.id)
-    ]
+    decisions = _evacuations(
+        Action.EVACUATE, "gateway chassis", snapshot.chassis, verdict_of, snapshot.routers_of
+    )
     if auto_rebalance and settled and not decisions and verdict_of and _all_settled(verdict_of):
         reason = "auto-rebalance: every gateway chassis is alive"
         decisions.append(Decision(Action.REBALANCE, reason))

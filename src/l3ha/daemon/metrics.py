@@ -63,96 +63,79 @@ class WatchMetrics:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry(auto_describe=True)
-        reg = self.registry
         self._lock = threading.Lock()
-        self.agents = Gauge(
-            "l3ha_agents", "L3 agents by l3ha's own verdict", ["verdict"], registry=reg
+
+        def gauge(name: str, doc: str, *labels: str) -> Any:
+            return Gauge(name, doc, labels, registry=self.registry)
+
+        def counter(name: str, doc: str, *labels: str) -> Any:
+            return Counter(name, doc, labels, registry=self.registry)
+
+        self.agents = gauge("l3ha_agents", "L3 agents by l3ha's own verdict", "verdict")
+        self.agent_routers = gauge(
+            "l3ha_agent_routers", "Routers bound to the agent on this host", "host"
         )
-        self.agent_routers = Gauge(
-            "l3ha_agent_routers", "Routers bound to the agent on this host", ["host"], registry=reg
-        )
-        self.agent_busy_routers = Gauge(
+        self.agent_busy_routers = gauge(
             "l3ha_agent_busy_routers",
             "Busy (high-weight) routers bound to the agent on this host",
-            ["host"],
-            registry=reg,
+            "host",
         )
-        self.agent_partitioned = Gauge(
+        self.agent_partitioned = gauge(
             "l3ha_agent_partitioned",
             "1 when the agent's heartbeat is stale but its data plane still answers",
-            ["host"],
-            registry=reg,
+            "host",
         )
-        self.partitioned_agents = Gauge(
+        self.partitioned_agents = gauge(
             "l3ha_partitioned_agents",
             "Agents whose heartbeat is stale but whose data plane still answers",
-            registry=reg,
         )
-        self.unhosted = Gauge(
-            "l3ha_unhosted_routers", "Routers bound to no L3 agent at all", registry=reg
+        self.unhosted = gauge("l3ha_unhosted_routers", "Routers bound to no L3 agent at all")
+        self.moves = counter(
+            "l3ha_moves", "Router moves attempted, by reason and outcome", "reason", "outcome"
         )
-        self.moves = Counter(
-            "l3ha_moves",
-            "Router moves attempted, by reason and outcome",
-            ["reason", "outcome"],
-            registry=reg,
+        self.gate_halted = gauge(
+            "l3ha_gate_halted", "1 while a fleet safety gate halts every automatic move"
         )
-        self.gate_halted = Gauge(
-            "l3ha_gate_halted",
-            "1 while a fleet safety gate halts every automatic move",
-            registry=reg,
-        )
-        self.gate_reason = Gauge(
+        self.gate_reason = gauge(
             "l3ha_gate_halt_reason",
             "1 for the reason the fleet gate halts moves now, 0 for the others",
-            ["reason"],
-            registry=reg,
+            "reason",
         )
         self.cycle = Histogram(
             "l3ha_cycle_duration_seconds",
             "Duration of one watch cycle (observe, judge, plan, act, verify)",
             buckets=CYCLE_BUCKETS,
-            registry=reg,
+            registry=self.registry,
         )
-        self.leader = Gauge(
-            "l3ha_leader", "1 while this instance holds the leader lock and acts", registry=reg
+        self.leader = gauge("l3ha_leader", "1 while this instance holds the leader lock and acts")
+        self.api_errors = counter(
+            "l3ha_api_errors", "Failed Neutron API calls, by kind of error", "kind"
         )
-        self.api_errors = Counter(
-            "l3ha_api_errors", "Failed Neutron API calls, by kind of error", ["kind"], registry=reg
-        )
-        self.last_good_cycle = Gauge(
+        self.last_good_cycle = gauge(
             "l3ha_last_good_cycle_timestamp_seconds",
             "Unix time at which the last cycle on a fresh, complete snapshot ended",
-            registry=reg,
         )
-        self.info = Gauge(
-            "l3ha_info",
-            "Always 1; labels name the l3ha version and member id",
-            ["version", "member"],
-            registry=reg,
+        self.info = gauge(
+            "l3ha_info", "Always 1; labels name the l3ha version and member id", "version", "member"
         )
         self.info.labels(version=__version__, member=member_id).set(1)
-        self.routers_by_weight = Gauge(
+        self.routers_by_weight = gauge(
             "l3ha_routers_by_weight",
             "Routers whose weight lies in the range (the weight distribution)",
-            ["weight"],
-            registry=reg,
+            "weight",
         )
-        self.routers_by_weight_source = Gauge(
+        self.routers_by_weight_source = gauge(
             "l3ha_routers_by_weight_source",
             "Routers by where their weight came from (file, tag, ports, fips, prometheus, default)",
-            ["source"],
-            registry=reg,
+            "source",
         )
-        self.weights_measured = Gauge(
+        self.weights_measured = gauge(
             "l3ha_weights_measured_timestamp_seconds",
             "Unix time of the last reading of the measured weights (ports, fips, prometheus)",
-            registry=reg,
         )
-        self.weights_read_errors = Counter(
+        self.weights_read_errors = counter(
             "l3ha_weights_read_errors",
             "Readings of a measured weight source that failed (a warning; others still apply)",
-            registry=reg,
         )
         self._hosts: set[str] = set()
         self._partitioned_hosts: set[str] = set()

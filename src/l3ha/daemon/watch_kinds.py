@@ -104,6 +104,7 @@ class _Kind:
         self.full_resync = 30
         self.world: Any = None
         self._cycles = 0
+        self.auto_rebalance = False
 
     def read_world(self) -> Any:
         raise NotImplementedError
@@ -146,6 +147,7 @@ class _Kind:
     def configure(self, settings: WatchSettings) -> None:
         """New settings (at start and on SIGHUP)."""
         self.full_resync = max(1, settings.full_resync)
+        self.auto_rebalance = settings.auto_rebalance
 
     def _ctx_args(self, args: RunArgs) -> dict[str, Any]:
         """An operation context's handles (after its cloud)."""
@@ -168,7 +170,6 @@ class RouterKind(_Kind):
         self.cloud = cloud
         self.cache = WorldCache(cloud, 1)
         self.weights = weights
-        self.auto_rebalance = False
         self.probe: ProbeSpec | None = None
         self.probe_routers = 3
         self.probe_timeout = 1.0
@@ -204,8 +205,8 @@ class RouterKind(_Kind):
         return decide(world, verdict_of, self.auto_rebalance)
 
     def configure(self, settings: WatchSettings) -> None:
-        self.cache.full_resync = max(1, settings.full_resync)
-        self.auto_rebalance = settings.auto_rebalance
+        super().configure(settings)
+        self.cache.full_resync = self.full_resync
         probe = settings.dataplane_probe
         self.probe = parse_probe_spec(probe) if probe else None
         self.probe_routers = settings.probe_routers
@@ -311,7 +312,6 @@ class GatewayKind(_Kind):
         self.ovn = ovn
         self.min_chassis = min_chassis
         self.weights = weights
-        self.auto_rebalance = False
         self.grace = HealthPolicy()
         self._alive_since: dict[str, float] = {}
 
@@ -332,10 +332,6 @@ class GatewayKind(_Kind):
             if since is None or now - since < grace:
                 return False
         return True
-
-    def configure(self, settings: WatchSettings) -> None:
-        super().configure(settings)
-        self.auto_rebalance = settings.auto_rebalance
 
     def read_agents(self) -> list[Agent]:
         return self.ovn.list_chassis()

@@ -6,17 +6,18 @@ disable of drains and undrains) have no moves: their row names the host and
 the new admin state.
 
 Names: an operation records the host names of the agents and the names of
-the routers it moves (``recorded_names``, in its arguments as ``names``), so a
+the routers (networks) it moves (``recorded_names``, in its arguments as ``names``), so a
 move's row shows ``net-2`` and ``web-router``; the ids are in ``*_id``
 columns (``--long``). Operations recorded without names show ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from l3ha.journal.records import MoveRecord, OperationRecord
-from l3ha.model import Move, Snapshot
+from l3ha.model import Agent
 
 #: The key of an operation's arguments that holds its names (id -> name).
 NAMES = "names"
@@ -58,14 +59,21 @@ MOVE_ID_COLUMNS = (*(f"{c}_id" for c in OBJECT_COLUMNS), "source_id", "target_id
 MOVE_LONG_COLUMNS = (*MOVE_ID_COLUMNS, "started", "status", "detail")
 
 
-def recorded_names(snapshot: Snapshot, moves: Sequence[Move]) -> dict[str, str]:
-    """What an operation records as its ``names``: every agent's host, and the name of
-    every router it moves that has one."""
-    names = {agent_id: agent.host for agent_id, agent in snapshot.agents_by_id.items()}
-    for move in moves:
-        router = snapshot.routers_by_id.get(move.router_id)
-        if router is not None and router.name:
-            names[move.router_id] = router.name
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def recorded_names(
+    agents: Iterable[Agent], objects: Mapping[str, _Named], moved: Iterable[str]
+) -> dict[str, str]:
+    """What an operation of any kind records as its ``names``: every agent's host, and the
+    name of every object (``objects`` by id) it moves that has one."""
+    names = {agent.id: agent.host for agent in agents}
+    for object_id in moved:
+        found = objects.get(object_id)
+        if found is not None and found.name:
+            names[object_id] = found.name
     return names
 
 

@@ -121,3 +121,14 @@ class Kind(Protocol[M, R]):
 
     # Phase two, once readiness is known (a make-before-break move removes its source).
     def complete(self, item: Item[M, R], written: Written, waited: Waited) -> R: ...
+
+
+class RechecksInPhaseOne:
+    """For a kind whose every move re-checks its source itself, in phase one, and that has
+    nothing to re-check after the canary batch: ``Kind``'s two hooks, doing nothing."""
+
+    def skip_unstarted(self, item: object, items: object) -> str | None:
+        return None
+
+    def after_canary(self, later: object) -> None:
+        return None

@@ -21,7 +21,7 @@ from l3ha.dhcp_model import DhcpMove, DhcpMoveKind
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import DhcpReadiness, DhcpWriter, SkipMoveError
 from l3ha.executor.outcome import BAD_DHCP_OUTCOMES, DhcpMoveResult, DhcpOutcome
-from l3ha.kinds.base import Ended, Item, Waited, Written
+from l3ha.kinds.base import Ended, Item, RechecksInPhaseOne, Waited, Written
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ MAX_FALLBACKS = 2
 DhcpItem = Item[DhcpMove, DhcpMoveResult]
 
 
-class DhcpKind:
+class DhcpKind(RechecksInPhaseOne):
     """Networks on DHCP agents (``l3ha.kinds.base.Kind``); ``agents``: every DHCP agent
     by id, ``require_dead_source``: safety rule 5 (off for ``--force``)."""
 
@@ -60,12 +60,6 @@ class DhcpKind:
 
     def ended(self, move: DhcpMove, outcome: Ended, reason: str) -> DhcpMoveResult:
         return DhcpMoveResult(move, DhcpOutcome(outcome), reason)
-
-    def skip_unstarted(self, item: DhcpItem, items: Sequence[DhcpItem]) -> str | None:
-        return None  # each move re-checks its source itself, in phase one
-
-    def after_canary(self, later: Sequence[DhcpMove]) -> None:
-        return None  # no canary batch
 
     def write(self, item: DhcpItem, items: Sequence[DhcpItem]) -> DhcpMoveResult | Written:
         """Re-check, then add (where it went) or remove (finished)."""

@@ -20,14 +20,14 @@ from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
 from l3ha.executor.gateway_steps import GatewayReadiness, GatewayWriter
-from l3ha.kinds.base import Ended, Item, Waited, Written
+from l3ha.kinds.base import Ended, Item, RechecksInPhaseOne, Waited, Written
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
 
 GatewayItem = Item[GatewayMove, GatewayMoveResult]
 
 
-class GatewayKind:
+class GatewayKind(RechecksInPhaseOne):
     """Router gateways on OVN gateway chassis (``l3ha.kinds.base.Kind``); ``chassis``: every
     gateway chassis by id."""
 
@@ -44,12 +44,6 @@ class GatewayKind:
 
     def ended(self, move: GatewayMove, outcome: Ended, reason: str) -> GatewayMoveResult:
         return GatewayMoveResult(move, GatewayOutcome(outcome), reason)
-
-    def skip_unstarted(self, item: GatewayItem, items: Sequence[GatewayItem]) -> str | None:
-        return None  # each move re-checks its source itself, in phase one
-
-    def after_canary(self, later: Sequence[GatewayMove]) -> None:
-        return None
 
     def write(self, item: GatewayItem, items: Sequence[GatewayItem]) -> GatewayMoveResult | Written:
         """Re-check, then remove the dead chassis and add the replacement."""

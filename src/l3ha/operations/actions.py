@@ -242,12 +242,14 @@ def _execute(
 ) -> Executed:
     """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
     plan = within_budget(plan, request.move_budget)
+    moved = (m.router_id for m in plan.moves)
+    names = recorded_names(snapshot.agents, snapshot.routers_by_id, moved)
     run = ctx.executor(request.execution).run(
         plan,
         request.action.value,
         fallback_targets=snapshot_candidates(snapshot, _allowed(request, snapshot)),
         progress=ctx.progress,
-        args=operation_args(request, recorded_names(snapshot, plan.moves)),
+        args=operation_args(request, names),
         require_dead_source=False if request.force else None,
         should_stop=ctx.should_stop,
         routers=snapshot.routers_by_id,

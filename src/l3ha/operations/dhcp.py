@@ -23,6 +23,7 @@ from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
 from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
+from l3ha.journal.history import recorded_names
 from l3ha.model import Agent
 from l3ha.operations.context import (
     KindContext,
@@ -248,28 +249,19 @@ def _execute(side: _Dhcp, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecute
     plan = within_budget(plan, request.move_budget, lambda m: m.network_id)
     fallbacks = fallback_targets(snapshot, _policy(request, snapshot)) if side.fallbacks else None
     executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
+    moved = (m.network_id for m in plan.moves)
+    names = recorded_names(snapshot.agents, snapshot.networks_by_id, moved)
     run = executor.run(
         plan,
         snapshot.agents_by_id,
         fallbacks=fallbacks,
         require_dead_source=side.require_dead_source,
-        args=operation_args(request, recorded_network_names(snapshot, plan.moves)),
+        args=operation_args(request, names),
         should_stop=ctx.should_stop,
     )
     if plan.unplaceable and not request.dry_run:
         ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
     return DhcpExecuted(plan, snapshot, run)
-
-
-def recorded_network_names(snapshot: DhcpSnapshot, moves: Sequence[DhcpMove]) -> dict[str, str]:
-    """What a DHCP operation records as its ``names`` (as a router operation does): every
-    DHCP agent's host, and the name of every network it moves that has one."""
-    names = {agent.id: agent.host for agent in snapshot.agents}
-    for move in moves:
-        network = snapshot.networks_by_id.get(move.network_id)
-        if network is not None and network.name:
-            names[move.network_id] = network.name
-    return names
 
 
 def fallback_targets(
