@@ -1,7 +1,7 @@
 """systemd's notify protocol without a dependency. I/O: datagrams to ``$NOTIFY_SOCKET``.
 
 ``ready()`` once the daemon has observed the cloud, ``watchdog()`` every cycle,
-``status(text)`` for ``systemctl status``, ``stopping()`` on shutdown. With
+``stopping()`` on shutdown. With
 ``$NOTIFY_SOCKET`` unset (not run by systemd) every call is a no-op. A socket
 name starting with ``@`` is Linux's abstract namespace. Send errors are logged
 once and otherwise ignored: a missing supervisor never stops the daemon.
@@ -30,8 +30,6 @@ class Notifier:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         self.socket_name = env.get("NOTIFY_SOCKET", "")
-        self._watchdog_usec = env.get("WATCHDOG_USEC", "")
-        self._watchdog_pid = env.get("WATCHDOG_PID", "")
         self._warned = False
 
     @property
@@ -65,46 +63,3 @@ class Notifier:
     def stopping(self, status: str = "") -> bool:
         """The daemon is shutting down."""
         return self.notify("STOPPING=1", *([f"STATUS={status}"] if status else []))
-
-    def reloading(self) -> bool:
-        """The daemon is re-reading its configuration (send ``ready()`` when done)."""
-        return self.notify("RELOADING=1")
-
-    def status(self, text: str) -> bool:
-        """A one-line status for ``systemctl status`` (newlines become spaces)."""
-        return self.notify("STATUS=" + " ".join(text.splitlines()))
-
-    def watchdog_interval(self) -> float | None:
-        """Half of ``$WATCHDOG_USEC`` in seconds, or None when no watchdog applies to us."""
-        if self._watchdog_pid and self._watchdog_pid != str(os.getpid()):
-            return None
-        try:
-            usec = int(self._watchdog_usec)
-        except ValueError:
-            return None
-        return usec / 2_000_000 if usec > 0 else None
-
-
-def ready(status: str = "") -> bool:
-    """``Notifier().ready``: this process's environment, read now."""
-    return Notifier().ready(status)
-
-
-def watchdog() -> bool:
-    """``Notifier().watchdog``: this process's environment, read now."""
-    return Notifier().watchdog()
-
-
-def stopping(status: str = "") -> bool:
-    """``Notifier().stopping``: this process's environment, read now."""
-    return Notifier().stopping(status)
-
-
-def status(text: str) -> bool:
-    """``Notifier().status``: this process's environment, read now."""
-    return Notifier().status(text)
-
-
-def watchdog_interval() -> float | None:
-    """``Notifier().watchdog_interval``: this process's environment, read now."""
-    return Notifier().watchdog_interval()

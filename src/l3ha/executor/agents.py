@@ -89,11 +89,6 @@ def change_agent(
     is reported ``unchanged`` without a write.
     """
     wanted = _fields_to_write(change, current_admin_state, current_description)
-    if not wanted:
-        return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
-    if dry_run:
-        return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
-    journal = require_journal(journal)
 
     def write() -> None:
         for field in wanted:
@@ -102,21 +97,30 @@ def change_agent(
             else:
                 cloud.set_description(change.agent_id, change.description or "")
 
-    return journalled_change(journal, clock, AGENT_CHANGE_KIND, change, write, label="agent")
+    return journalled_change(
+        journal, clock, AGENT_CHANGE_KIND, change, write if wanted else None, dry_run=dry_run
+    )
 
 
 def journalled_change(
-    journal: Journal,
+    journal: Journal | None,
     clock: Clock,
     kind: str,
     change: AgentChange,
-    write: Callable[[], None],
+    write: Callable[[], None] | None,
     *,
-    label: str,
+    dry_run: bool,
+    label: str = "agent",
 ) -> AgentChangeResult:
-    """Run ``write`` (the cloud calls of ``change``, each read back) inside a journal
-    operation of ``kind``: begun before the write, finished FAILED on a cloud error (the
-    result says so, nothing raises), DONE otherwise, abandoned on anything else."""
+    """An agent change of any kind: nothing to ``write`` (None), unchanged; a dry run,
+    planned; else ``write`` (the cloud calls of ``change``, each read back) inside a
+    journal operation of ``kind``: begun before the write, finished FAILED on a cloud
+    error (the result says so, nothing raises), DONE otherwise, abandoned on anything else."""
+    if write is None:
+        return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
+    if dry_run:
+        return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
+    journal = require_journal(journal)
     started = clock.monotonic()
     op_id, _ = journal.begin_operation(kind, change.as_args())
     try:

@@ -18,13 +18,8 @@ from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
 from l3ha.errors import NotFoundError
-from l3ha.executor.agents import (
-    AgentChange,
-    AgentChangeOutcome,
-    AgentChangeResult,
-    journalled_change,
-)
-from l3ha.executor.lifecycle import JournalGuard, require_journal
+from l3ha.executor.agents import AgentChange, AgentChangeResult, journalled_change
+from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
 
@@ -173,17 +168,17 @@ def change_dhcp_agent(
     if current is not None:
         admin = None if admin == current.admin_state_up else admin
         description = None if description == current.description else description
-    if admin is None and description is None:
-        return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
-    if dry_run:
-        return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
-    journal = require_journal(journal)
+
+    def write() -> None:
+        cloud.set_dhcp_agent_state(change.agent_id, admin, description)
+
     return journalled_change(
         journal,
         clock,
         "dhcp-agent-state",  # the journal's operation kind of a DHCP agent change
         change,
-        lambda: cloud.set_dhcp_agent_state(change.agent_id, admin, description),
+        None if admin is None and description is None else write,
+        dry_run=dry_run,
         label="DHCP agent",
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from l3ha.model import Agent, Move, MoveKind, Router, Unplaceable
+from l3ha.model import Agent, Move, MoveKind, Plan, Router, Unplaceable
 from l3ha.planner.targets import Targets
 
 
@@ -22,6 +22,11 @@ class PlanBuilder:
         if text and text not in self._warned:
             self._warned.add(text)
             self.warnings.append(text)
+
+    def plan(self, action: str, canary: int = 0) -> Plan:
+        """The plan accumulated, for ``action`` (its first ``canary`` moves the canary batch)."""
+        moves, unplaceable = tuple(self.moves), tuple(self.unplaceable)
+        return Plan(action, moves, unplaceable, tuple(self.warnings), canary=canary)
 
 
 def replace_binding(

@@ -113,13 +113,7 @@ def plan_off_agent(
     if action == "drain":
         _warn_active_replicas(snapshot, source, out)
     _warn_source_state(source, action, out)
-    return Plan(
-        action=action,
-        moves=tuple(out.moves),
-        unplaceable=tuple(out.unplaceable),
-        warnings=tuple(out.warnings),
-        canary=canary_moves,
-    )
+    return out.plan(action, canary_moves)
 
 
 def _routers_to_move(

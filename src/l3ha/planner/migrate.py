@@ -47,12 +47,7 @@ def plan_migrate(
     routers.sort(key=lambda r: (not state.cost(r)[1], -state.cost(r)[0], r.id))
     for router in routers:
         _migrate_one(snapshot, router, targets, out)
-    return Plan(
-        action="migrate",
-        moves=tuple(out.moves),
-        unplaceable=tuple(out.unplaceable),
-        warnings=tuple(out.warnings),
-    )
+    return out.plan("migrate")
 
 
 def _migrate_one(snapshot: Snapshot, router: Router, targets: Targets, out: PlanBuilder) -> None:

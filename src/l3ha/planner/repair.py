@@ -36,12 +36,7 @@ def plan_repair(snapshot: Snapshot, placement: PlacementPolicy, weights: WeightP
         why = f"repair: HA replica on {_health_word(agent)} agent {agent.host}"
         replace_binding(router, agent, targets, out, why)
     _warn_stranded(snapshot, targets, out)
-    return Plan(
-        action="repair",
-        moves=tuple(out.moves),
-        unplaceable=tuple(out.unplaceable),
-        warnings=tuple(out.warnings),
-    )
+    return out.plan("repair")
 
 
 def _health_word(agent: Agent) -> str:
