@@ -203,10 +203,7 @@ def _with_dhcp(args: argparse.Namespace, result: CheckResult) -> CheckResult:
 
 def _watch_status(args: argparse.Namespace) -> dict[str, Any] | None:
     """The watch daemon's status file in the state dir, if it ever ran there."""
-    from pathlib import Path
-
+    from l3ha.cli.common import state_dir
     from l3ha.daemon.status import read_status
-    from l3ha.journal import default_state_dir
 
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
-    return read_status(state_dir)
+    return read_status(state_dir(args))

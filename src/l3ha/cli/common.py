@@ -274,6 +274,14 @@ def _given_connection(args: argparse.Namespace) -> Any:
     return factory() if factory is not None else None
 
 
+def state_dir(args: argparse.Namespace) -> Path:
+    """``--state-dir``, else the default state directory (``$L3HA_STATE_DIR`` ...)."""
+    from l3ha.journal import default_state_dir
+
+    given = getattr(args, "state_dir", None)
+    return Path(given) if given else default_state_dir()
+
+
 def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:
     """The snapshot named by ``--snapshot``, or a fresh read of the cloud."""
     path = getattr(args, "snapshot", None)
@@ -295,9 +303,11 @@ def warn_about_weights(policy: WeightPolicy, snapshot: Snapshot) -> None:
 
 
 def read_weighed_world(
-    args: argparse.Namespace, policy: WeightPolicy, with_ha_state: bool = False
+    args: argparse.Namespace, policy: WeightPolicy | None = None, with_ha_state: bool = False
 ) -> tuple[Snapshot, WeightPolicy]:
-    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it."""
+    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it
+    (over ``policy``, by default the weight options')."""
+    policy = load_weight_policy(args) if policy is None else policy
     measure_options(args)  # a bad combination fails before anything is read
     check_offline(args)
     if getattr(args, "snapshot", None):

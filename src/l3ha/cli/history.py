@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +103,7 @@ def _list_columns(args: argparse.Namespace, rows: list[dict[str, object]]) -> li
 def _show(journal: Any, args: argparse.Namespace) -> int:
     op = journal.operation(args.operation)
     moves = [move_row(op, mv) for mv in journal.moves(op.id)]
-    counts: dict[str, int] = {}
-    for row in moves:
-        key = str(row["outcome"] or row["step"])
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter(str(row["outcome"] or row["step"]) for row in moves)
     record = operation_record(op, counts)
     if args.format in ("json", "yaml"):
         emit_document({**record, "move_list": moves}, args.format)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import finite_float, non_negative_float, positive_float
-from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.common import add_cloud_options, open_cloud, state_dir
 from l3ha.cli.output import add_document_format_options, emit, emit_document, select_columns
 from l3ha.errors import BadInputError, L3haError, NotFoundError
 
@@ -424,15 +424,11 @@ def _event_sources(args: argparse.Namespace) -> list[Any]:
 
 
 def _journal_poller(args: argparse.Namespace, cloud: Any) -> Any:
-    from pathlib import Path
-
     from l3ha.clock import SystemClock
-    from l3ha.journal import default_state_dir
     from l3ha.probe.events import JournalEventPoller
 
     hosts = {a.id: a.host for a in cloud.list_agents()}
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
-    return JournalEventPoller(state_dir, SystemClock(), host_of=lambda i: hosts.get(i, i))
+    return JournalEventPoller(state_dir(args), SystemClock(), host_of=lambda i: hosts.get(i, i))
 
 
 def mark_probe(args: argparse.Namespace) -> int:

@@ -22,8 +22,7 @@ from cliff import _argparse
 from cliff.command import Command
 
 from l3ha.cli.common import CONNECTION_ATTR
-from l3ha.cli.main import OneLineErrors, build_parser, notice_interrupted
-from l3ha.errors import L3haError
+from l3ha.cli.main import OneLineErrors, build_parser, run_handler
 
 PROG = "openstack l3ha"
 
@@ -86,12 +85,7 @@ class L3haCommand(Command):
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         setattr(parsed_args, CONNECTION_ATTR, self._connection)
         try:
-            if not getattr(parsed_args, "finishes_interrupted", False):
-                notice_interrupted(getattr(parsed_args, "state_dir", None), PROG)
-            return int(parsed_args.func(parsed_args) or 0)
-        except L3haError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return exc.exit_code
+            return run_handler(parsed_args, PROG)
         except KeyboardInterrupt as exc:  # how far it got and what to run next, as l3ha says
             sys.stderr.write(f"{PROG}: {str(exc) or 'interrupted'}\n")
             return 130
