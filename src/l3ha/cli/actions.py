@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.common import add_cloud_options, open_cloud, state_dir
+from l3ha.cli.common import add_cloud_options, add_state_dir_option, open_cloud, state_dir
 from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.ovn import add_backend_option
@@ -46,24 +45,6 @@ if TYPE_CHECKING:
 #: Moves written at once by a command: enough to keep a Neutron answering in 100 ms
 #: busy at the API rate cap (32 writers x ~4 calls each per 0.4 s ~ 300 calls/s).
 DEFAULT_CONCURRENCY = 32
-
-
-def existing_directory(text: str) -> str:
-    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
-    if not os.path.isdir(text):
-        what = "is not a directory" if os.path.exists(text) else "does not exist"
-        raise argparse.ArgumentTypeError(f"{text} {what}")
-    return text
-
-
-def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
-    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
-    parser.add_argument(
-        "--state-dir",
-        type=existing_directory if existing else str,
-        metavar="DIR",
-        help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
-    )
 
 
 def add_execution_options(parser: argparse.ArgumentParser) -> None:
@@ -201,7 +182,7 @@ def register(sub: Any) -> None:
     _add_run_options(p, targets=False, backend=False)
     p.set_defaults(func=lambda a: run_command(Action.REPAIR, a), finishes_interrupted=True)
 
-    add_history_parser(sub, add_state_dir_option)
+    add_history_parser(sub)
 
 
 # --- running --------------------------------------------------------------

@@ -224,6 +224,15 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(f"{where}{problem}".split())
 
 
+def read_text_file(path: str, what: str) -> str:
+    """The text of a file an option names; one line of bad input when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BadInputError(f"cannot read {what} {path}: {reason}") from exc
+
+
 def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
     """The ``WeightPolicy`` the weight options describe (a bad file is a ``BadInputError``)."""
     busy_weight = int(getattr(args, "busy_weight", None) or DEFAULT_BUSY_WEIGHT)
@@ -231,12 +240,7 @@ def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
     overrides: dict[str, int] = {}
     path = getattr(args, "weights", None)
     if path:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise BadInputError(f"cannot read weights file {path}: {reason}") from exc
-        overrides = parse_weights(text, path)
+        overrides = parse_weights(read_text_file(path, "weights file"), path)
     return WeightPolicy(
         busy_weight=busy_weight,
         busy_threshold=int(threshold),
@@ -272,6 +276,26 @@ def _given_connection(args: argparse.Namespace) -> Any:
     """The ``openstack`` client's SDK connection when running as its plugin, else ``None``."""
     factory = getattr(args, CONNECTION_ATTR, None)
     return factory() if factory is not None else None
+
+
+def existing_directory(text: str) -> str:
+    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
+    import os
+
+    if not os.path.isdir(text):
+        what = "is not a directory" if os.path.exists(text) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {what}")
+    return text
+
+
+def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
+    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
+    parser.add_argument(
+        "--state-dir",
+        type=existing_directory if existing else str,
+        metavar="DIR",
+        help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
+    )
 
 
 def state_dir(args: argparse.Namespace) -> Path:

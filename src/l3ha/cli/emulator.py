@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from l3ha.cli.argtypes import non_negative_float, positive_float
+from l3ha.cli.argtypes import add_count, add_seconds, positive_float
 from l3ha.errors import BadInputError
 
 DEFAULT_CLOUD = "l3ha-emulator"
@@ -51,39 +51,39 @@ def _register_serve(sub: Any) -> None:
         epilog="scenario steps: " + "; ".join(f"{k} {v}" for k, v in FAULT_HELP.items()),
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    _count(p, "--port", 9696, "TCP port, 0 = any free (default 9696)", metavar="PORT")
-    _count(p, "--agents", 10, "L3 agents net-1..net-N (default 10)")
-    _count(p, "--routers", 100, "routers (default 100)")
-    _count(p, "--busy", 0, "routers tagged l3ha:busy (default 0)")
-    _count(
+    add_count(p, "--port", 9696, "TCP port, 0 = any free (default 9696)", metavar="PORT")
+    add_count(p, "--agents", 10, "L3 agents net-1..net-N (default 10)")
+    add_count(p, "--routers", 100, "routers (default 100)")
+    add_count(p, "--busy", 0, "routers tagged l3ha:busy (default 0)")
+    add_count(
         p,
         "--hot",
         0,
         "untagged routers with busy routers' traffic (GET /_emulator/metrics; default 0)",
     )
-    _count(p, "--ha-routers", 0, "HA routers (default 0)")
-    _count(
+    add_count(p, "--ha-routers", 0, "HA routers (default 0)")
+    add_count(
         p,
         "--dvr-routers",
         0,
         "distributed routers, hosted by extra dvr_snat agents snat-1.. (default 0)",
     )
-    _count(p, "--azs", 1, "availability zones (default 1)")
-    _seconds(
+    add_count(p, "--azs", 1, "availability zones (default 1)")
+    add_seconds(
         p,
         "--report-interval",
         30.0,
         "agent heartbeat interval in seconds (default 30)",
         kind=positive_float,
     )
-    _seconds(
+    add_seconds(
         p,
         "--agent-down-time",
         75.0,
         "heartbeat age after which an agent is dead (default 75)",
         kind=positive_float,
     )
-    _count(p, "--seed", 0, "seed of ids and choices (default 0)")
+    add_count(p, "--seed", 0, "seed of ids and choices (default 0)")
     p.add_argument(
         "--scenario",
         metavar="FILE",
@@ -110,58 +110,58 @@ def _register_serve(sub: Any) -> None:
         help="turn off Neutron's router_auto_schedule (on by default, as in Neutron): an "
         "agent's full resync then leaves unhosted routers and short HA routers alone",
     )
-    _count(
+    add_count(
         p,
         "--dataplane-listeners",
         0,
         "TCP listeners on 127.42.x.y for the first N routers, open while they forward; "
         "the API shows them as those routers' gateway addresses",
     )
-    _count(
+    add_count(
         p,
         "--dataplane-port",
         0,
         "TCP port every data-plane listener binds (default 0: one free port, shared)",
         metavar="PORT",
     )
-    _seconds(
+    add_seconds(
         p,
         "--neutron-move-time",
         0.2,
         "seconds each --neutron-auto-failover move blocks its pass (DB transaction and "
         "the RPC call to the new agent; default 0.2)",
     )
-    _seconds(
+    add_seconds(
         p,
         "--ha-vrrp-advert-int",
         2.0,
         "an agent reports a new HA primary this long after the takeover and batches "
         "its reports per interval, as Neutron's ha_vrrp_advert_int (default 2)",
     )
-    _seconds(
+    add_seconds(
         p,
         "--router-base-time",
         3.0,
         "seconds an agent needs per router, plus 0.25 s per port (default 3)",
     )
-    _seconds(p, "--router-port-time", 0.25, "extra seconds per router port (default 0.25)")
-    _count(p, "--agent-concurrency", 2, "routers an agent processes at once (default 2)")
-    _seconds(
+    add_seconds(p, "--router-port-time", 0.25, "extra seconds per router port (default 0.25)")
+    add_count(p, "--agent-concurrency", 2, "routers an agent processes at once (default 2)")
+    add_seconds(
         p,
         "--port-active-delay",
         1.0,
         "seconds a router's ports turn ACTIVE after it forwards (default 1)",
     )
-    _seconds(
+    add_seconds(
         p,
         "--broker-reconnect-time",
         1.6,
         "seconds after a broker outage before the first agent reconnects (default 1.6)",
     )
-    _seconds(
+    add_seconds(
         p, "--ha-takeover-time", 8.8, "seconds before a standby replica takes over (default 8.8)"
     )
-    _count(
+    add_count(
         p,
         "--agent-capacity",
         1000,
@@ -175,7 +175,7 @@ def _register_serve(sub: Any) -> None:
 
 def _add_dhcp_options(p: Any) -> None:
     dhcp = p.add_argument_group("DHCP agents and tenant networks")
-    _count(
+    add_count(
         dhcp,
         "--dhcp-agents",
         0,
@@ -189,26 +189,26 @@ def _add_dhcp_options(p: Any) -> None:
         help="hosts of the DHCP agents are PREFIX-1.. (default net: the L3 agents' nodes; "
         "another prefix puts them on nodes of their own)",
     )
-    _count(
+    add_count(
         dhcp,
         "--networks",
         0,
         "tenant networks tenant-net-0001.. with a DHCP subnet, each hosted by "
         "--dhcp-agents-per-network DHCP agents (default 0)",
     )
-    _count(
+    add_count(
         dhcp,
         "--dhcp-agents-per-network",
         1,
         "DHCP agents per network, as Neutron's dhcp_agents_per_network (default 1)",
     )
-    _seconds(
+    add_seconds(
         dhcp,
         "--dhcp-network-time",
         1.0,
         "seconds a DHCP agent needs to set one network up (default 1)",
     )
-    _count(
+    add_count(
         dhcp,
         "--dhcp-concurrency",
         4,
@@ -231,25 +231,13 @@ def _add_ovn_options(p: Any) -> None:
         help="an ML2/OVN cloud: no L3 agents; gateway chassis gw-1..N with nb_cfg heartbeats "
         "and per-router HA chassis priorities; faults kill-chassis, revive-chassis, sb-outage",
     )
-    _count(ovn, "--ovn-chassis", 3, "gateway chassis (default 3)")
-    _seconds(
+    add_count(ovn, "--ovn-chassis", 3, "gateway chassis (default 3)")
+    add_seconds(
         ovn,
         "--ovn-bfd-detection-time",
         3.0,
         "seconds before BFD sees a crashed chassis down (default 3)",
     )
-
-
-def _count(parser: Any, flag: str, default: int, help_text: str, metavar: str = "N") -> None:
-    """An integer option of ``serve`` (a number of things, a port)."""
-    parser.add_argument(flag, metavar=metavar, type=int, default=default, help=help_text)
-
-
-def _seconds(
-    parser: Any, flag: str, default: float, help_text: str, kind: Any = non_negative_float
-) -> None:
-    """A duration option of ``serve``, in seconds (``S``)."""
-    parser.add_argument(flag, metavar="S", type=kind, default=default, help=help_text)
 
 
 def _register_fault(sub: Any) -> None:

@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
     add_placement_options(p, targets=False)
     add_force_option(p)
     add_execution_options(p)
-    p.set_defaults(func=_run_repair)
+    p.set_defaults(func=lambda a: run_command(Action.HA_REPAIR, a))
 
 
 AUDIT_COLUMNS = ["router", "name", "severity", "finding", "detail", "agents"]
@@ -88,7 +88,3 @@ def _run_audit(args: argparse.Namespace) -> int:
         ha_count = sum(1 for r in snapshot.routers if r.ha)
         sys.stdout.write(f"{len(findings)} finding(s) in {ha_count} HA router(s)\n")
     return int(worst_severity(findings))
-
-
-def _run_repair(args: argparse.Namespace) -> int:
-    return run_command(Action.HA_REPAIR, args)

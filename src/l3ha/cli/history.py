@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import positive_int
+from l3ha.cli.common import add_state_dir_option
 from l3ha.cli.output import (
     add_format_options,
     emit,
@@ -36,8 +37,8 @@ from l3ha.journal.history import (
 )
 
 
-def add_history_parser(sub: Any, add_state_dir_option: Any) -> None:
-    """Register ``history``; ``add_state_dir_option``: the actions' ``--state-dir``."""
+def add_history_parser(sub: Any) -> None:
+    """Register ``history`` (among the actions: ``l3ha --help`` lists it after them)."""
     p = sub.add_parser(
         "history",
         help="operations and moves from the journal",

@@ -148,20 +148,12 @@ def _print_step(step: GatewayExecuted, fmt: str, say: Callable[[str], None]) -> 
 def primaries_spread(step: GatewayExecuted) -> dict[str, tuple[int, int]]:
     """Primaries per live chassis host before the plan and after its moves (planned or
     done: a move not done counts where it was). Pure."""
+    from collections import Counter
+
     world = step.snapshot
     done = {"moved", "planned"}
     after = {r.move.router_id: r.move.target for r in step.run.results if r.outcome in done}
-    before: dict[str, int] = {}
-    then: dict[str, int] = {}
-    for chassis in sorted(world.chassis, key=lambda c: c.host):
-        if chassis.alive:
-            before[chassis.id] = then[chassis.id] = 0
-    for router in world.routers:
-        primary = world.primary(router.id)
-        if primary in before:
-            before[primary] += 1
-        moved_to = after.get(router.id) or primary
-        if moved_to in then:
-            then[moved_to] += 1
-    hosts = world.chassis_by_id
-    return {hosts[c].host: (before[c], then[c]) for c in before}
+    before = Counter(world.primary(r.id) for r in world.routers)
+    then = Counter(after.get(r.id) or world.primary(r.id) for r in world.routers)
+    live = sorted((c for c in world.chassis if c.alive), key=lambda c: c.host)
+    return {c.host: (before[c.id], then[c.id]) for c in live}

@@ -22,6 +22,7 @@ from cliff import _argparse
 from cliff.command import Command
 
 from l3ha.cli.common import CONNECTION_ATTR
+from l3ha.cli.help import command_parser
 from l3ha.cli.main import OneLineErrors, build_parser, run_handler
 
 PROG = "openstack l3ha"
@@ -38,11 +39,7 @@ def _l3ha_parser() -> argparse.ArgumentParser:
 
 def l3ha_subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:
     """The parser of ``l3ha PATH...`` (``("agent", "list")``)."""
-    parser = _l3ha_parser()
-    for name in path:
-        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        parser = subparsers.choices[name]
-    return parser
+    return command_parser(_l3ha_parser(), list(path))
 
 
 def copy_arguments(source: argparse.ArgumentParser, target: argparse.ArgumentParser) -> None:
