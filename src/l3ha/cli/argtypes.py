@@ -7,6 +7,7 @@ A bad value becomes argparse's one-line usage error (exit 2) naming the value.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -55,24 +56,15 @@ non_negative_int = _checked(_integer, lambda value: value >= 0, "must not be neg
 def add_count(
     parser: Any,
     flag: str,
-    default: int | None,
+    default: float | None,
     help_text: str,
     *,
     kind: Any = int,
     metavar: str = "N",
 ) -> None:
-    """An option counting something (``N``; ``kind``: its type)."""
+    """A numeric option: by default a count (``N``); ``kind``: its type."""
     parser.add_argument(flag, metavar=metavar, type=kind, default=default, help=help_text)
 
 
-def add_seconds(
-    parser: Any,
-    flag: str,
-    default: float | None,
-    help_text: str,
-    *,
-    kind: Any = non_negative_float,
-    metavar: str = "S",
-) -> None:
-    """A duration option, in seconds (``S``; ``kind``: its type)."""
-    parser.add_argument(flag, metavar=metavar, type=kind, default=default, help=help_text)
+#: A duration option, in seconds (``S``).
+add_seconds = functools.partial(add_count, kind=non_negative_float, metavar="S")

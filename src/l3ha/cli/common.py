@@ -1,4 +1,4 @@
-"""Options and helpers of cloud-facing commands. I/O: reads weights/snapshot files, opens clouds.
+"""Options and helpers of cloud-facing commands. I/O: reads the files options name, opens clouds.
 
 - ``add_cloud_options``: the ``openstack`` client's own options (``--os-cloud``,
   ``--os-auth-url``, ``--os-region-name``, ``--insecure``, ``--os-cacert``, ``--timeout`` ...,
@@ -13,6 +13,8 @@
   options into a ``WeightPolicy``, a ``Cloud``, a ``Snapshot`` (with its measured weights).
 - ``command_group``: ``l3ha agent ...``/``l3ha router ...`` groups that several
   command modules can add subcommands to.
+- ``add_state_dir_option``, ``state_dir``: the journal's ``--state-dir`` and where it is;
+  ``read_text_file``: the text of a file an option names (weights, router lists).
 
 openstacksdk is imported only when a cloud is actually opened.
 """

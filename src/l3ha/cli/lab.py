@@ -137,12 +137,8 @@ def status_command(args: argparse.Namespace) -> int:
 
     lab = open_lab(args.name, _state_dir(args))
     rows = lab.status_rows()
-    node_columns = lab.spec.node_names
-    if args.format == "table":
-        known = [*STATUS_COLUMNS, *node_columns, "cut"]
-    else:
-        known = [*STATUS_COLUMNS, "holders", "monitors", "cut"]
-    emit(rows, args.format, args.column, known, options=args)
+    per_node = lab.spec.node_names if args.format == "table" else ("holders", "monitors")
+    emit(rows, args.format, args.column, [*STATUS_COLUMNS, *per_node, "cut"], options=args)
     return 0
 
 
