@@ -149,8 +149,7 @@ def _list_other_types(args: argparse.Namespace) -> int:
     policy = load_weight_policy(args)
     l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy, names)]
     rows = sorted(l3 + rows, key=lambda r: (r["host"], r["type"], r["id"]))
-    extra = dict.fromkeys(c for c in (*AGENT_COLUMNS, *DHCP_COLUMNS) if c not in ALL_COLUMNS)
-    every = ALL_COLUMNS + tuple(extra)
+    every = tuple(dict.fromkeys((*ALL_COLUMNS, *AGENT_COLUMNS, *DHCP_COLUMNS)))
     emit(rows, args.format, list_columns(args, ALL_COLUMNS, every), every, options=args)
     return 0
 

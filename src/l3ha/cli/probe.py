@@ -297,7 +297,7 @@ def run_probe(args: argparse.Namespace) -> int:
     from l3ha.probe.timeline import timeline_lines
 
     targets = collect_targets(args)
-    select_columns([], args.column, _summary_columns())  # an unknown -c fails now, not at the end
+    select_columns(args.column, _summary_columns())  # an unknown -c fails now, not at the end
     sockets = [p for p in (args.socket, args.output and socket_in(args.output)) if p]
     config = ProbeConfig(
         targets=tuple(targets),

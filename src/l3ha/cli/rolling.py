@@ -242,7 +242,7 @@ def run_rolling_command(args: argparse.Namespace) -> int:
     hooks = session.Hooks(_say, _output_line, _ask_continue)
     guard = session.traffic_guard(  # checked in a dry run too: it refuses what the run would
         snapshot,
-        list(collect_targets(args)) if _wants_targets(args) else [],
+        collect_targets(args) if getattr(args, "target_specs", None) or args.targets_file else [],
         _router_probe(args.probe_routers),
         request,
         (args.probe_interval, args.probe_timeout),
@@ -277,10 +277,6 @@ def _gateway_cloud(args: argparse.Namespace, cloud: Any) -> Any:
         if given:
             raise BadInputError(message)
     return ovn
-
-
-def _wants_targets(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "target_specs", None) or args.targets_file)
 
 
 def _router_probe(spec: str | None) -> Any:
