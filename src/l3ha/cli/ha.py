@@ -19,14 +19,9 @@ from l3ha.cli.common import command_group
 HA_HELP = "HA (VRRP) routers: state audit and repair, the ordered VIP state monitor"
 
 
-def ha_group(subparsers: Any) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-    """The ``l3ha ha`` subcommand set (created once, shared by every module adding to it)."""
-    return command_group(subparsers, "ha", HA_HELP)
-
-
 def register(subparsers: Any) -> None:
     """Add ``l3ha ha monitor`` and ``l3ha ha watch-socket``."""
-    group = ha_group(subparsers)
+    group = command_group(subparsers, "ha", HA_HELP)
     add_monitor_command(group)
     add_watch_socket_command(group)
 
