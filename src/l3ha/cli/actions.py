@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.common import add_cloud_options, add_state_dir_option, open_cloud, state_dir
 from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.ovn import add_backend_option
@@ -36,6 +35,8 @@ from l3ha.model import Plan, Snapshot
 from l3ha.operations import Action
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from l3ha.executor import ExecutorOptions, Progress, RunResult
     from l3ha.journal import Journal
     from l3ha.operations import ActionResult
@@ -44,24 +45,6 @@ if TYPE_CHECKING:
 #: Moves written at once by a command: enough to keep a Neutron answering in 100 ms
 #: busy at the API rate cap (32 writers x ~4 calls each per 0.4 s ~ 300 calls/s).
 DEFAULT_CONCURRENCY = 32
-
-
-def existing_directory(text: str) -> str:
-    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
-    if not os.path.isdir(text):
-        what = "is not a directory" if os.path.exists(text) else "does not exist"
-        raise argparse.ArgumentTypeError(f"{text} {what}")
-    return text
-
-
-def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
-    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
-    parser.add_argument(
-        "--state-dir",
-        type=existing_directory if existing else str,
-        metavar="DIR",
-        help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
-    )
 
 
 def add_execution_options(parser: argparse.ArgumentParser) -> None:
@@ -100,11 +83,26 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _action_parser(
-    sub: Any, name: str, help_text: str, description: str
+    sub: Any, name: str, help_text: str, description: str, agent: bool = True
 ) -> argparse.ArgumentParser:
+    """An action command with the cloud options (and, with ``agent``, its AGENT)."""
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description)
     add_cloud_options(parser)
+    if agent:
+        parser.add_argument("agent", metavar="AGENT", help="host name or agent id")
     return parser
+
+
+def _add_run_options(
+    parser: argparse.ArgumentParser, targets: bool = True, force: bool = True, backend: bool = True
+) -> None:
+    """Placement and execution options, then ``--force`` and ``--backend`` (as asked)."""
+    add_placement_options(parser, targets)
+    add_execution_options(parser)
+    if force:
+        add_force_option(parser)
+    if backend:
+        add_backend_option(parser)
 
 
 def register(sub: Any) -> None:
@@ -117,12 +115,9 @@ def register(sub: Any) -> None:
         "routers first, a re-check that the agent is still dead, then the rest, busy routers "
         "early. Refuses a live, enabled agent (use drain) unless --force.",
     )
-    p.add_argument("agent", metavar="AGENT", help="host name or agent id")
     add_force_option(p, evacuate=True)
     add_router_selection(p, positional=False)
-    add_placement_options(p)
-    add_execution_options(p)
-    add_backend_option(p)
+    _add_run_options(p, force=False)
     add_ovn_options(p)
     p.set_defaults(
         func=lambda a: _on_gateways_or_routers(Action.EVACUATE, a), finishes_interrupted=True
@@ -136,11 +131,7 @@ def register(sub: Any) -> None:
         "a new replica first, then the old one removed), then disable the agent so nothing new "
         "lands there, and sweep up anything scheduled to it meanwhile.",
     )
-    p.add_argument("agent", metavar="AGENT", help="host name or agent id")
-    add_placement_options(p)
-    add_execution_options(p)
-    add_force_option(p)
-    add_backend_option(p)
+    _add_run_options(p)
     p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.DRAIN, a))
 
     p = _action_parser(
@@ -149,12 +140,9 @@ def register(sub: Any) -> None:
         "enable a drained agent again",
         "Enable an agent again after maintenance; with --rebalance, refill it by rebalancing.",
     )
-    p.add_argument("agent", metavar="AGENT", help="host name or agent id")
     p.add_argument("--rebalance", action="store_true", help="rebalance afterwards")
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="cap the rebalance")
-    add_placement_options(p, targets=False)
-    add_execution_options(p)
-    add_backend_option(p)
+    _add_run_options(p, targets=False, force=False)
     p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.UNDRAIN, a))
 
     p = _action_parser(
@@ -163,11 +151,10 @@ def register(sub: Any) -> None:
         "move the given routers",
         "Move the given routers (ids or names, or --router-file) to the best target, or to "
         "--to agents. Unknown routers are listed and nothing moves, unless --skip-unknown.",
+        agent=False,
     )
     add_router_selection(p, positional=True)
-    add_placement_options(p)
-    add_execution_options(p)
-    add_force_option(p)
+    _add_run_options(p, backend=False)
     p.set_defaults(func=lambda a: run_command(Action.MIGRATE, a), finishes_interrupted=True)
 
     p = _action_parser(
@@ -176,12 +163,10 @@ def register(sub: Any) -> None:
         "even out routers over every live agent",
         "Spread routers over every live, enabled agent with the fewest moves: router counts "
         "and busy-router counts end within one of each other where constraints allow.",
+        agent=False,
     )
     p.add_argument("--max-moves", type=positive_int, metavar="N", help="move at most N routers")
-    add_placement_options(p)
-    add_execution_options(p)
-    add_force_option(p)
-    add_backend_option(p)
+    _add_run_options(p)
     p.set_defaults(
         func=lambda a: _on_gateways_or_routers(Action.REBALANCE, a), finishes_interrupted=True
     )
@@ -192,38 +177,34 @@ def register(sub: Any) -> None:
         "finish interrupted operations, bind unhosted routers, fix HA replicas",
         "Finish operations a crash interrupted (from the cloud's actual state), bind routers "
         "that have no agent, and replace HA replicas on dead or disabled agents.",
+        agent=False,
     )
-    add_placement_options(p, targets=False)
-    add_execution_options(p)
-    add_force_option(p)
+    _add_run_options(p, targets=False, backend=False)
     p.set_defaults(func=lambda a: run_command(Action.REPAIR, a), finishes_interrupted=True)
 
-    add_history_parser(sub, add_state_dir_option)
+    add_history_parser(sub)
 
 
 # --- running --------------------------------------------------------------
 
 
-def open_journal(args: argparse.Namespace) -> Journal:
-    """The journal in ``--state-dir`` (or the default state dir)."""
-    from pathlib import Path
+def open_journal(
+    args: argparse.Namespace, dry_run: bool = False
+) -> AbstractContextManager[Journal | None]:
+    """The journal in ``--state-dir`` (or the default state dir); for a dry run only one
+    that exists (a dry run creates none), else ``None``."""
+    from contextlib import nullcontext
 
-    from l3ha.journal import Journal
+    from l3ha.journal import DB_NAME, Journal
 
-    state_dir = getattr(args, "state_dir", None)
-    return Journal(Path(state_dir) if state_dir else None)
-
-
-def _journal_exists(args: argparse.Namespace) -> bool:
-    from pathlib import Path
-
-    from l3ha.journal import DB_NAME, default_state_dir
-
-    state_dir = getattr(args, "state_dir", None)
-    return ((Path(state_dir) if state_dir else default_state_dir()) / DB_NAME).exists()
+    path = state_dir(args)
+    if dry_run and not (path / DB_NAME).exists():
+        return nullcontext()
+    return Journal(path)
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
+    """A progress line of an action, on stderr."""
     sys.stderr.write(f"l3ha: {text}\n")
 
 
@@ -259,22 +240,18 @@ def executor_options(args: argparse.Namespace) -> ExecutorOptions:
 def _on_gateways_or_routers(action: Action, args: argparse.Namespace) -> int:
     """``l3ha evacuate|drain|undrain|rebalance``: gateway chassis on ML2/OVN
     (``l3ha.cli.ovn_actions``), else routers."""
-    from contextlib import nullcontext
-
     ovn = gateway_backend(args)
     if ovn is None:
         return run_command(action, args)
-    needs_journal = not args.dry_run or _journal_exists(args)  # a dry run creates none
-    with open_journal(args) if needs_journal else nullcontext() as journal:
+    with open_journal(args, args.dry_run) as journal:
         options = executor_options(args)
         return run_gateway_action(
-            action.value, args, ovn, execution=options, journal=journal, say=_say
+            action.value, args, ovn, execution=options, journal=journal, say=say
         )
 
 
 def run_command(action: Action, args: argparse.Namespace) -> int:
     """Build the request, run the operation, print every step; the exit code."""
-    from contextlib import nullcontext
     from dataclasses import replace
 
     from l3ha.cli.common import load_weight_policy
@@ -287,10 +264,9 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     measure_options(args)  # a bad combination fails before the cloud is opened
     cloud = open_cloud(args)
     request = replace(request, weights=weigh(args, request.weights, cloud))
-    needs_journal = not request.dry_run or _journal_exists(args)  # a dry run creates none
     moves = MoveCount(_progress_printer())
-    with open_journal(args) if needs_journal else nullcontext() as journal:
-        ctx = OperationContext(cloud, journal, SystemClock(), _say, moves)
+    with open_journal(args, request.dry_run) as journal:
+        ctx = OperationContext(cloud, journal, SystemClock(), say, moves)
         try:
             result = run_action(ctx, request)
         except KeyboardInterrupt:

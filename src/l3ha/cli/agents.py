@@ -33,7 +33,7 @@ from l3ha.cli.output import (
 from l3ha.cli.ovn import add_backend_option
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
-from l3ha.model import Agent, Snapshot
+from l3ha.model import Agent, Router, Snapshot
 from l3ha.weights import WeightPolicy
 
 AGENT_COLUMNS = (
@@ -73,6 +73,14 @@ def heartbeat_age(agent: Agent, observed_at: str) -> float | None:
     return round((seen - beat).total_seconds(), 1)
 
 
+def _hosted_routers(snapshot: Snapshot, agent: Agent) -> list[Router]:
+    """The routers bound to ``agent`` (bindings of routers not listed left out). Pure."""
+    routers = snapshot.routers_by_id
+    return [
+        routers[b.router_id] for b in snapshot.bindings_of_agent(agent.id) if b.router_id in routers
+    ]
+
+
 def agent_rows(
     snapshot: Snapshot, policy: WeightPolicy, names: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
@@ -80,11 +88,7 @@ def agent_rows(
     rows = []
     agents = [a for a in snapshot.agents if name_matches(a.host, names)]
     for agent in sorted(agents, key=lambda a: (a.host, a.id)):
-        hosted = [
-            snapshot.routers_by_id[b.router_id]
-            for b in snapshot.bindings_of_agent(agent.id)
-            if b.router_id in snapshot.routers_by_id
-        ]
+        hosted = _hosted_routers(snapshot, agent)
         rows.append(
             {
                 "host": agent.host,
@@ -145,8 +149,7 @@ def _list_other_types(args: argparse.Namespace) -> int:
     policy = load_weight_policy(args)
     l3 = [{"type": "l3", **row} for row in agent_rows(cloud.read_snapshot(), policy, names)]
     rows = sorted(l3 + rows, key=lambda r: (r["host"], r["type"], r["id"]))
-    extra = dict.fromkeys(c for c in (*AGENT_COLUMNS, *DHCP_COLUMNS) if c not in ALL_COLUMNS)
-    every = ALL_COLUMNS + tuple(extra)
+    every = tuple(dict.fromkeys((*ALL_COLUMNS, *AGENT_COLUMNS, *DHCP_COLUMNS)))
     emit(rows, args.format, list_columns(args, ALL_COLUMNS, every), every, options=args)
     return 0
 
@@ -160,8 +163,7 @@ def list_agents(args: argparse.Namespace) -> int:
     gateways = ovn.explicit_ovn(args)
     if gateways is not None:
         return ovn.list_chassis(args, gateways)
-    policy = load_weight_policy(args)
-    snapshot, policy = read_weighed_world(args, policy)
+    snapshot, policy = read_weighed_world(args)
     gateways = ovn.detected_ovn(args, snapshot)
     if gateways is not None:
         return ovn.list_chassis(args, gateways)
@@ -177,19 +179,13 @@ def agent_record(snapshot: Snapshot, policy: WeightPolicy, ref: str) -> dict[str
     description and the routers it hosts, by name. Pure."""
     agent = snapshot.find_agent(ref)
     (row,) = [r for r in agent_rows(snapshot, policy) if r["id"] == agent.id]
-    hosted = [
-        snapshot.routers_by_id[b.router_id]
-        for b in snapshot.bindings_of_agent(agent.id)
-        if b.router_id in snapshot.routers_by_id
-    ]
-    names = sorted(r.name or r.id for r in hosted)
+    names = sorted(r.name or r.id for r in _hosted_routers(snapshot, agent))
     return {**row, "description": agent.description, "hosted_routers": names}
 
 
 def show_agent(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent show``."""
-    policy = load_weight_policy(args)
-    snapshot, policy = read_weighed_world(args, policy)
+    snapshot, policy = read_weighed_world(args)
     warn_about_weights(policy, snapshot)
     record = agent_record(snapshot, policy, args.agent)
     emit_record(record, args.format, args.column, options=args)

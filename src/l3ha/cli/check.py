@@ -129,8 +129,9 @@ def report(args: argparse.Namespace, result: CheckResult) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from l3ha.checks import run_check
-    from l3ha.cli.common import load_weight_policy, read_weighed_world
+    from l3ha.cli.common import load_weight_policy, open_cloud, read_weighed_world, state_dir
     from l3ha.cli.weighing import check_offline, measure_options
+    from l3ha.daemon.status import read_status
 
     weights = load_weight_policy(args)
     measure_options(args)  # bad input exits 2 with its one-line error, before any read
@@ -151,13 +152,17 @@ def _check(args: argparse.Namespace) -> int:
         args.imbalance_threshold,
         args.replicas,
         weights,
-        watch_status=_watch_status(args),
+        watch_status=read_status(state_dir(args)),  # of 'l3ha watch', if it ever ran there
         now=time.time(),
         expect_daemon=args.expect_daemon,
     )
     if args.dhcp:
+        from l3ha.cloud.dhcp import NeutronDhcp  # imports openstacksdk: only when asked
+        from l3ha.dhcp_audit import audit_dhcp, with_dhcp_findings
+
         try:
-            result = _with_dhcp(args, result)
+            dhcp = NeutronDhcp(open_cloud(args)).read_dhcp_snapshot()
+            result = with_dhcp_findings(result, audit_dhcp(dhcp, args.agents_per_network))
         except UserError:
             raise
         except L3haError as exc:
@@ -189,24 +194,3 @@ def _unknown_result(error: str) -> CheckResult:
     from l3ha.hastate.audit import Severity
 
     return CheckResult(Severity.UNKNOWN, (Problem(Severity.UNKNOWN, "unreadable", error),))
-
-
-def _with_dhcp(args: argparse.Namespace, result: CheckResult) -> CheckResult:
-    """The check's result with the DHCP audit's findings (read from the cloud)."""
-    from l3ha.cli.common import open_cloud
-    from l3ha.cloud.dhcp import NeutronDhcp
-    from l3ha.dhcp_audit import audit_dhcp, with_dhcp_findings
-
-    snapshot = NeutronDhcp(open_cloud(args)).read_dhcp_snapshot()
-    return with_dhcp_findings(result, audit_dhcp(snapshot, args.agents_per_network))
-
-
-def _watch_status(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The watch daemon's status file in the state dir, if it ever ran there."""
-    from pathlib import Path
-
-    from l3ha.daemon.status import read_status
-    from l3ha.journal import default_state_dir
-
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
-    return read_status(state_dir)

@@ -1,4 +1,4 @@
-"""Options and helpers of cloud-facing commands. I/O: reads weights/snapshot files, opens clouds.
+"""Options and helpers of cloud-facing commands. I/O: reads the files options name, opens clouds.
 
 - ``add_cloud_options``: the ``openstack`` client's own options (``--os-cloud``,
   ``--os-auth-url``, ``--os-region-name``, ``--insecure``, ``--os-cacert``, ``--timeout`` ...,
@@ -13,6 +13,8 @@
   options into a ``WeightPolicy``, a ``Cloud``, a ``Snapshot`` (with its measured weights).
 - ``command_group``: ``l3ha agent ...``/``l3ha router ...`` groups that several
   command modules can add subcommands to.
+- ``add_state_dir_option``, ``state_dir``: the journal's ``--state-dir`` and where it is;
+  ``read_text_file``: the text of a file an option names (weights, router lists).
 
 openstacksdk is imported only when a cloud is actually opened.
 """
@@ -224,6 +226,15 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(f"{where}{problem}".split())
 
 
+def read_text_file(path: str, what: str) -> str:
+    """The text of a file an option names; one line of bad input when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BadInputError(f"cannot read {what} {path}: {reason}") from exc
+
+
 def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
     """The ``WeightPolicy`` the weight options describe (a bad file is a ``BadInputError``)."""
     busy_weight = int(getattr(args, "busy_weight", None) or DEFAULT_BUSY_WEIGHT)
@@ -231,12 +242,7 @@ def load_weight_policy(args: argparse.Namespace) -> WeightPolicy:
     overrides: dict[str, int] = {}
     path = getattr(args, "weights", None)
     if path:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise BadInputError(f"cannot read weights file {path}: {reason}") from exc
-        overrides = parse_weights(text, path)
+        overrides = parse_weights(read_text_file(path, "weights file"), path)
     return WeightPolicy(
         busy_weight=busy_weight,
         busy_threshold=int(threshold),
@@ -274,6 +280,34 @@ def _given_connection(args: argparse.Namespace) -> Any:
     return factory() if factory is not None else None
 
 
+def existing_directory(text: str) -> str:
+    """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
+    import os
+
+    if not os.path.isdir(text):
+        what = "is not a directory" if os.path.exists(text) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {what}")
+    return text
+
+
+def add_state_dir_option(parser: argparse.ArgumentParser, existing: bool = False) -> None:
+    """``--state-dir``: where the journal lives (``existing``: a reader's, which must exist)."""
+    parser.add_argument(
+        "--state-dir",
+        type=existing_directory if existing else str,
+        metavar="DIR",
+        help="journal directory (default: $L3HA_STATE_DIR, else $XDG_STATE_HOME/l3ha)",
+    )
+
+
+def state_dir(args: argparse.Namespace) -> Path:
+    """``--state-dir``, else the default state directory (``$L3HA_STATE_DIR`` ...)."""
+    from l3ha.journal import default_state_dir
+
+    given = getattr(args, "state_dir", None)
+    return Path(given) if given else default_state_dir()
+
+
 def read_world(args: argparse.Namespace, with_ha_state: bool = False) -> Snapshot:
     """The snapshot named by ``--snapshot``, or a fresh read of the cloud."""
     path = getattr(args, "snapshot", None)
@@ -295,9 +329,11 @@ def warn_about_weights(policy: WeightPolicy, snapshot: Snapshot) -> None:
 
 
 def read_weighed_world(
-    args: argparse.Namespace, policy: WeightPolicy, with_ha_state: bool = False
+    args: argparse.Namespace, policy: WeightPolicy | None = None, with_ha_state: bool = False
 ) -> tuple[Snapshot, WeightPolicy]:
-    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it."""
+    """The snapshot (``--snapshot`` or the cloud) and the weights measured alongside it
+    (over ``policy``, by default the weight options')."""
+    policy = load_weight_policy(args) if policy is None else policy
     measure_options(args)  # a bad combination fails before anything is read
     check_offline(args)
     if getattr(args, "snapshot", None):

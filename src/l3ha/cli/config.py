@@ -48,33 +48,30 @@ def register(subparsers: Any) -> None:
     from l3ha.daemon.settings import add_watch_arguments
 
     group = command_group(subparsers, "config", "the configuration file of 'l3ha watch'")
-    parser = group.add_parser(
-        "sample",
-        help="print a sample l3ha.conf with every option, its help and its default",
-        description=(
+    commands = (
+        (
+            sample,
+            "print a sample l3ha.conf with every option, its help and its default",
             "Print the documented sample configuration, generated from the option "
             "definitions (the same as etc/l3ha.conf.sample). Install it as "
-            "/etc/l3ha/l3ha.conf and uncomment what you change."
+            "/etc/l3ha/l3ha.conf and uncomment what you change.",
         ),
-    )
-    parser.set_defaults(func=sample)
-    parser = group.add_parser(
-        "reference",
-        help="print the configuration reference (docs/configuration.md) in Markdown",
-        description=(
+        (
+            reference,
+            "print the configuration reference (docs/configuration.md) in Markdown",
             "Print every option with its type, default, help and the flags of the same "
-            "name, generated from the option definitions and the commands' arguments."
+            "name, generated from the option definitions and the commands' arguments.",
         ),
-    )
-    parser.set_defaults(func=reference)
-    parser = group.add_parser(
-        "show",
-        help="print the settings 'l3ha watch' would run with (files and flags applied)",
-        description=(
+        (
+            show,
+            "print the settings 'l3ha watch' would run with (files and flags applied)",
             "Read /etc/l3ha/l3ha.conf (if it exists) and every --config-file, apply the "
             "flags, check every value, and print the resulting settings; exit 2 on an "
-            "unknown option or a bad value. Credentials are not shown."
+            "unknown option or a bad value. Credentials are not shown.",
         ),
     )
-    add_watch_arguments(parser)
-    parser.set_defaults(func=show)
+    for handler, help_text, description in commands:
+        parser = group.add_parser(handler.__name__, help=help_text, description=description)
+        if handler is show:
+            add_watch_arguments(parser)
+        parser.set_defaults(func=handler)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from oslo_config import cfg
 
 from l3ha.cli.common import completed
+from l3ha.cli.help import subcommands
 from l3ha.daemon.settings import DEFAULT_CONFIG_FILE, flag_name, list_opts
 
 #: Commands that read the configuration file; every other command is "one-shot".
@@ -141,12 +142,11 @@ def _commands(
     parser: argparse.ArgumentParser, prefix: str
 ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """Every leaf command: ("dhcp drain", its parser)."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs and prefix:
+    children = subcommands(parser)
+    if not children and prefix:
         yield prefix, parser
-    for action in subs:
-        for name, child in action.choices.items():
-            yield from _commands(child, f"{prefix} {name}".strip())
+    for name, child in children.items():
+        yield from _commands(child, f"{prefix} {name}".strip())
 
 
 def _shown_default(action: argparse.Action) -> str:

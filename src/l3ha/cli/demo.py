@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from l3ha.cli.demo_tour import step, wait_for
+from l3ha.cli.demo_tour import demo_cloud, step, wait_for
 
-CLOUD = "l3ha-emulator"
 #: The emulated agents heartbeat every second (stamped to the second, as Neutron does)
 #: and the daemon judges them dead after 5 s of silence: the whole story takes about a minute.
 DEAD_AFTER = 5.0
@@ -134,40 +132,23 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read top to bottom
-    import os
 
     from l3ha.clock import SystemClock
-    from l3ha.cloud.adapter import connect
     from l3ha.daemon.watch import Parts, Watcher, routers_per_host
-    from l3ha.emulator import Emulator, EmulatorConfig
     from l3ha.errors import BadInputError
     from l3ha.journal import Journal
     from l3ha.weights import WeightPolicy
 
-    config = EmulatorConfig(
-        agents=args.agents,
-        routers=args.routers,
-        busy=max(2, args.routers // 25),
-        ha_routers=max(1, args.routers // 10),
-        azs=2,
-        report_interval=1.0,
-        agent_down_time=DEAD_AFTER,
-        router_base_time=0.2,
-        router_port_time=0.05,
-        seed=1,
-    )
-    with tempfile.TemporaryDirectory(prefix="l3ha-demo-") as tmp, Emulator(config) as emu:
+    timing = {"report_interval": 1.0, "agent_down_time": DEAD_AFTER, "router_base_time": 0.2}
+    with demo_cloud(args, busy=max(2, args.routers // 25), **timing) as (emu, cloud, tmp):
         hosts = emu.agent_ids_by_host()
         if args.victim not in hosts:
             raise BadInputError(f"no agent {args.victim!r} in the demo cloud")
-        clouds = emu.write_clouds_yaml(Path(tmp) / "clouds.yaml", name=CLOUD)
-        os.environ.update(OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD=CLOUD)
-        cloud = connect(CLOUD)
         weights = WeightPolicy()
         busy_ids = {r.id for r in cloud.list_routers() if weights.is_busy(r)}
         _say(
             f"emulated Neutron API at {emu.url}: {args.agents} L3 agents in 2 AZs, "
-            f"{args.routers} routers ({len(busy_ids)} busy, {config.ha_routers} HA)"
+            f"{args.routers} routers ({len(busy_ids)} busy, {emu.cfg.ha_routers} HA)"
         )
         before = routers_per_host(cloud.read_snapshot(), weights)
 
@@ -177,7 +158,7 @@ def _story(args: argparse.Namespace) -> int:  # noqa: PLR0915 - a story is read 
         watch_log.addHandler(narrator)
         watch_log.setLevel(logging.INFO)
         watch_log.propagate = False  # the narrator tells it; no raw log lines
-        settings = _watch_settings(Path(tmp) / "state")
+        settings = _watch_settings(tmp / "state")
         with Journal(settings.state_dir) as journal:
             watcher = Watcher(Parts(settings, cloud, journal, SystemClock(), weights=weights))
             thread = threading.Thread(target=watcher.run, name="l3ha-watch", daemon=True)

@@ -11,11 +11,12 @@ agent returns and a rebalance refills it with every agent donating.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,29 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def demo_cloud(args: argparse.Namespace, **config: Any) -> Iterator[tuple[Any, Any, Path]]:
+    """The demos' emulated cloud: ``args.agents`` agents in 2 AZs, ``args.routers`` routers
+    (a tenth HA), the rest of its configuration in ``config``; its clouds.yaml entry in the
+    environment. Yields the emulator, the cloud and a temporary directory."""
+    from l3ha.cloud.adapter import connect
+    from l3ha.emulator import Emulator, EmulatorConfig
+
+    emulated = EmulatorConfig(
+        agents=args.agents,
+        routers=args.routers,
+        ha_routers=max(1, args.routers // 10),
+        azs=2,
+        router_port_time=0.05,
+        seed=1,
+        **config,
+    )
+    with tempfile.TemporaryDirectory(prefix="l3ha-demo-") as tmp, Emulator(emulated) as emu:
+        clouds = emu.write_clouds_yaml(Path(tmp) / "clouds.yaml", name=CLOUD)
+        os.environ.update(OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD=CLOUD)
+        yield emu, connect(CLOUD), Path(tmp)
+
+
 def _healthy(cloud: Any) -> bool:
     from l3ha.checks import run_check
     from l3ha.hastate.audit import Severity
@@ -62,34 +86,16 @@ def _healthy(cloud: Any) -> bool:
 
 
 def run_tour(args: argparse.Namespace) -> int:
-    """The one-shot tour (``l3ha demo --commands``); the exit code of the evacuation."""
-    from l3ha.cloud.adapter import connect
-    from l3ha.emulator import Emulator, EmulatorConfig
+    """The one-shot tour (``l3ha demo --commands``, whose options ``l3ha demo`` checked);
+    the exit code of the evacuation."""
     from l3ha.errors import BadInputError
 
-    if args.agents < 3 or args.routers < 1:
-        raise BadInputError("the demo needs at least 3 agents and 1 router")
-    config = EmulatorConfig(
-        agents=args.agents,
-        routers=args.routers,
-        busy=max(1, args.routers // 20),
-        ha_routers=max(1, args.routers // 10),
-        azs=2,
-        report_interval=0.5,
-        agent_down_time=3.0,
-        router_base_time=0.3,
-        router_port_time=0.05,
-        seed=1,
-    )
-    with tempfile.TemporaryDirectory(prefix="l3ha-demo-") as tmp, Emulator(config) as emu:
-        clouds = emu.write_clouds_yaml(Path(tmp) / "clouds.yaml", name=CLOUD)
-        os.environ.update(
-            OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD=CLOUD, L3HA_STATE_DIR=f"{tmp}/state"
-        )
+    timing = {"report_interval": 0.5, "agent_down_time": 3.0, "router_base_time": 0.3}
+    with demo_cloud(args, busy=max(1, args.routers // 20), **timing) as (emu, cloud, tmp):
+        os.environ["L3HA_STATE_DIR"] = f"{tmp}/state"
         sys.stdout.write(f"emulated Neutron API at {emu.url} (clouds.yaml entry {CLOUD!r})\n")
         if args.victim not in emu.agent_ids_by_host():
             raise BadInputError(f"no agent {args.victim!r} in the demo cloud")
-        cloud = connect(CLOUD)
 
         step("The cloud: agents with their load (busy routers weigh 10)")
         _agent_table("host", "az", "alive", "routers", "busy", "weight")

@@ -127,9 +127,7 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_action(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-
-    from l3ha.cli.actions import _journal_exists, _say, executor_options, open_journal
+    from l3ha.cli.actions import executor_options, open_journal, say
     from l3ha.clock import SystemClock
     from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
@@ -145,9 +143,8 @@ def _run_action(args: argparse.Namespace) -> int:
         execution=executor_options(args),
     )
     cloud = NeutronDhcp(open_cloud(args))
-    needs_journal = not request.dry_run or _journal_exists(args)
-    with open_journal(args) if needs_journal else nullcontext() as journal:
-        ctx = DhcpContext(cloud, journal, SystemClock(), _say)
+    with open_journal(args, request.dry_run) as journal:
+        ctx = DhcpContext(cloud, journal, SystemClock(), say)
         result = run_dhcp_action(ctx, request)
     _print_result(result, args.format)
     return result.exit_code

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from l3ha.cli.argtypes import non_negative_float, positive_float
+from l3ha.cli.argtypes import add_count, add_seconds, positive_float
 from l3ha.errors import BadInputError
 
 DEFAULT_CLOUD = "l3ha-emulator"
@@ -50,53 +51,39 @@ def _register_serve(sub: Any) -> None:
         epilog="scenario steps: " + "; ".join(f"{k} {v}" for k, v in FAULT_HELP.items()),
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument(
-        "--port",
-        metavar="PORT",
-        type=int,
-        default=9696,
-        help="TCP port, 0 = any free (default 9696)",
-    )
-    p.add_argument(
-        "--agents", metavar="N", type=int, default=10, help="L3 agents net-1..net-N (default 10)"
-    )
-    p.add_argument("--routers", metavar="N", type=int, default=100, help="routers (default 100)")
-    p.add_argument(
-        "--busy", metavar="N", type=int, default=0, help="routers tagged l3ha:busy (default 0)"
-    )
-    p.add_argument(
+    add_count(p, "--port", 9696, "TCP port, 0 = any free (default 9696)", metavar="PORT")
+    add_count(p, "--agents", 10, "L3 agents net-1..net-N (default 10)")
+    add_count(p, "--routers", 100, "routers (default 100)")
+    add_count(p, "--busy", 0, "routers tagged l3ha:busy (default 0)")
+    add_count(
+        p,
         "--hot",
-        metavar="N",
-        type=int,
-        default=0,
-        help="untagged routers with busy routers' traffic (GET /_emulator/metrics; default 0)",
+        0,
+        "untagged routers with busy routers' traffic (GET /_emulator/metrics; default 0)",
     )
-    p.add_argument("--ha-routers", metavar="N", type=int, default=0, help="HA routers (default 0)")
-    p.add_argument(
+    add_count(p, "--ha-routers", 0, "HA routers (default 0)")
+    add_count(
+        p,
         "--dvr-routers",
-        metavar="N",
-        type=int,
-        default=0,
-        help="distributed routers, hosted by extra dvr_snat agents snat-1.. (default 0)",
+        0,
+        "distributed routers, hosted by extra dvr_snat agents snat-1.. (default 0)",
     )
-    p.add_argument("--azs", metavar="N", type=int, default=1, help="availability zones (default 1)")
-    p.add_argument(
+    add_count(p, "--azs", 1, "availability zones (default 1)")
+    add_seconds(
+        p,
         "--report-interval",
-        metavar="S",
-        type=positive_float,
-        default=30.0,
-        help="agent heartbeat interval in seconds (default 30)",
+        30.0,
+        "agent heartbeat interval in seconds (default 30)",
+        kind=positive_float,
     )
-    p.add_argument(
+    add_seconds(
+        p,
         "--agent-down-time",
-        metavar="S",
-        type=positive_float,
-        default=75.0,
-        help="heartbeat age after which an agent is dead (default 75)",
+        75.0,
+        "heartbeat age after which an agent is dead (default 75)",
+        kind=positive_float,
     )
-    p.add_argument(
-        "--seed", metavar="N", type=int, default=0, help="seed of ids and choices (default 0)"
-    )
+    add_count(p, "--seed", 0, "seed of ids and choices (default 0)")
     p.add_argument(
         "--scenario",
         metavar="FILE",
@@ -123,85 +110,62 @@ def _register_serve(sub: Any) -> None:
         help="turn off Neutron's router_auto_schedule (on by default, as in Neutron): an "
         "agent's full resync then leaves unhosted routers and short HA routers alone",
     )
-    p.add_argument(
+    add_count(
+        p,
         "--dataplane-listeners",
-        type=int,
-        default=0,
-        metavar="N",
-        help="TCP listeners on 127.42.x.y for the first N routers, open while they forward; "
+        0,
+        "TCP listeners on 127.42.x.y for the first N routers, open while they forward; "
         "the API shows them as those routers' gateway addresses",
     )
-    p.add_argument(
+    add_count(
+        p,
         "--dataplane-port",
-        type=int,
-        default=0,
+        0,
+        "TCP port every data-plane listener binds (default 0: one free port, shared)",
         metavar="PORT",
-        help="TCP port every data-plane listener binds (default 0: one free port, shared)",
     )
-    p.add_argument(
+    add_seconds(
+        p,
         "--neutron-move-time",
-        metavar="S",
-        type=non_negative_float,
-        default=0.2,
-        help="seconds each --neutron-auto-failover move blocks its pass (DB transaction and "
+        0.2,
+        "seconds each --neutron-auto-failover move blocks its pass (DB transaction and "
         "the RPC call to the new agent; default 0.2)",
     )
-    p.add_argument(
+    add_seconds(
+        p,
         "--ha-vrrp-advert-int",
-        metavar="S",
-        type=non_negative_float,
-        default=2.0,
-        help="an agent reports a new HA primary this long after the takeover and batches "
+        2.0,
+        "an agent reports a new HA primary this long after the takeover and batches "
         "its reports per interval, as Neutron's ha_vrrp_advert_int (default 2)",
     )
-    p.add_argument(
+    add_seconds(
+        p,
         "--router-base-time",
-        metavar="S",
-        type=non_negative_float,
-        default=3.0,
-        help="seconds an agent needs per router, plus 0.25 s per port (default 3)",
+        3.0,
+        "seconds an agent needs per router, plus 0.25 s per port (default 3)",
     )
-    p.add_argument(
-        "--router-port-time",
-        metavar="S",
-        type=non_negative_float,
-        default=0.25,
-        help="extra seconds per router port (default 0.25)",
-    )
-    p.add_argument(
-        "--agent-concurrency",
-        metavar="N",
-        type=int,
-        default=2,
-        help="routers an agent processes at once (default 2)",
-    )
-    p.add_argument(
+    add_seconds(p, "--router-port-time", 0.25, "extra seconds per router port (default 0.25)")
+    add_count(p, "--agent-concurrency", 2, "routers an agent processes at once (default 2)")
+    add_seconds(
+        p,
         "--port-active-delay",
-        metavar="S",
-        type=non_negative_float,
-        default=1.0,
-        help="seconds a router's ports turn ACTIVE after it forwards (default 1)",
+        1.0,
+        "seconds a router's ports turn ACTIVE after it forwards (default 1)",
     )
-    p.add_argument(
+    add_seconds(
+        p,
         "--broker-reconnect-time",
-        metavar="S",
-        type=non_negative_float,
-        default=1.6,
-        help="seconds after a broker outage before the first agent reconnects (default 1.6)",
+        1.6,
+        "seconds after a broker outage before the first agent reconnects (default 1.6)",
     )
-    p.add_argument(
-        "--ha-takeover-time",
-        metavar="S",
-        type=non_negative_float,
-        default=8.8,
-        help="seconds before a standby replica takes over (default 8.8)",
+    add_seconds(
+        p, "--ha-takeover-time", 8.8, "seconds before a standby replica takes over (default 8.8)"
     )
-    p.add_argument(
+    add_count(
+        p,
         "--agent-capacity",
-        metavar="N",
-        type=int,
-        default=1000,
-        help="busy weight an agent carries before its routers stop forwarding "
+        1000,
+        "busy weight an agent carries before its routers stop forwarding "
         "(busy router 10, else 1 or its l3ha:weight=N tag; default 1000)",
     )
     _add_dhcp_options(p)
@@ -211,12 +175,11 @@ def _register_serve(sub: Any) -> None:
 
 def _add_dhcp_options(p: Any) -> None:
     dhcp = p.add_argument_group("DHCP agents and tenant networks")
-    dhcp.add_argument(
+    add_count(
+        dhcp,
         "--dhcp-agents",
-        metavar="N",
-        type=int,
-        default=0,
-        help="DHCP agents on the L3 agents' hosts net-1..net-N (so kill-agent HOST takes "
+        0,
+        "DHCP agents on the L3 agents' hosts net-1..net-N (so kill-agent HOST takes "
         "both down; default 0)",
     )
     dhcp.add_argument(
@@ -226,34 +189,30 @@ def _add_dhcp_options(p: Any) -> None:
         help="hosts of the DHCP agents are PREFIX-1.. (default net: the L3 agents' nodes; "
         "another prefix puts them on nodes of their own)",
     )
-    dhcp.add_argument(
+    add_count(
+        dhcp,
         "--networks",
-        metavar="N",
-        type=int,
-        default=0,
-        help="tenant networks tenant-net-0001.. with a DHCP subnet, each hosted by "
+        0,
+        "tenant networks tenant-net-0001.. with a DHCP subnet, each hosted by "
         "--dhcp-agents-per-network DHCP agents (default 0)",
     )
-    dhcp.add_argument(
+    add_count(
+        dhcp,
         "--dhcp-agents-per-network",
-        metavar="N",
-        type=int,
-        default=1,
-        help="DHCP agents per network, as Neutron's dhcp_agents_per_network (default 1)",
+        1,
+        "DHCP agents per network, as Neutron's dhcp_agents_per_network (default 1)",
     )
-    dhcp.add_argument(
+    add_seconds(
+        dhcp,
         "--dhcp-network-time",
-        metavar="S",
-        type=non_negative_float,
-        default=1.0,
-        help="seconds a DHCP agent needs to set one network up (default 1)",
+        1.0,
+        "seconds a DHCP agent needs to set one network up (default 1)",
     )
-    dhcp.add_argument(
+    add_count(
+        dhcp,
         "--dhcp-concurrency",
-        metavar="N",
-        type=int,
-        default=4,
-        help="networks a DHCP agent sets up at once (neutron's num_sync_threads; default 4)",
+        4,
+        "networks a DHCP agent sets up at once (neutron's num_sync_threads; default 4)",
     )
     dhcp.add_argument(
         "--no-network-auto-schedule",
@@ -272,15 +231,12 @@ def _add_ovn_options(p: Any) -> None:
         help="an ML2/OVN cloud: no L3 agents; gateway chassis gw-1..N with nb_cfg heartbeats "
         "and per-router HA chassis priorities; faults kill-chassis, revive-chassis, sb-outage",
     )
-    ovn.add_argument(
-        "--ovn-chassis", metavar="N", type=int, default=3, help="gateway chassis (default 3)"
-    )
-    ovn.add_argument(
+    add_count(ovn, "--ovn-chassis", 3, "gateway chassis (default 3)")
+    add_seconds(
+        ovn,
         "--ovn-bfd-detection-time",
-        metavar="S",
-        type=non_negative_float,
-        default=3.0,
-        help="seconds before BFD sees a crashed chassis down (default 3)",
+        3.0,
+        "seconds before BFD sees a crashed chassis down (default 3)",
     )
 
 
@@ -309,44 +265,9 @@ def _register_fault(sub: Any) -> None:
 def _config(args: argparse.Namespace) -> Any:
     from l3ha.emulator import EmulatorConfig
 
-    cfg = EmulatorConfig(
-        agents=args.agents,
-        routers=args.routers,
-        busy=args.busy,
-        hot=args.hot,
-        ha_routers=args.ha_routers,
-        dvr_routers=args.dvr_routers,
-        azs=args.azs,
-        report_interval=args.report_interval,
-        agent_down_time=args.agent_down_time,
-        seed=args.seed,
-        dataplane_listeners=args.dataplane_listeners,
-        dataplane_port=args.dataplane_port,
-        neutron_move_time=args.neutron_move_time,
-        ha_vrrp_advert_int=args.ha_vrrp_advert_int,
-        neutron_auto_failover=args.neutron_auto_failover,
-        router_auto_schedule=args.router_auto_schedule,
-        keystone=args.keystone,
-        router_base_time=args.router_base_time,
-        router_port_time=args.router_port_time,
-        agent_concurrency=args.agent_concurrency,
-        port_active_delay=args.port_active_delay,
-        broker_reconnect_time=args.broker_reconnect_time,
-        ha_takeover_time=args.ha_takeover_time,
-        agent_capacity=args.agent_capacity,
-        dhcp_agents=args.dhcp_agents,
-        dhcp_host_prefix=args.dhcp_host_prefix,
-        networks=args.networks,
-        dhcp_agents_per_network=args.dhcp_agents_per_network,
-        dhcp_network_time=args.dhcp_network_time,
-        dhcp_concurrency=args.dhcp_concurrency,
-        network_auto_schedule=args.network_auto_schedule,
-        ovn=args.ovn,
-        ovn_chassis=args.ovn_chassis,
-        ovn_bfd_detection_time=args.ovn_bfd_detection_time,
-        host=args.host,
-        port=args.port,
-    )
+    # every option of ``serve`` that names a field of the configuration sets it
+    fields = {field.name for field in dataclasses.fields(EmulatorConfig)}
+    cfg = EmulatorConfig(**{k: v for k, v in vars(args).items() if k in fields})
     try:
         cfg.validate()
     except ValueError as err:

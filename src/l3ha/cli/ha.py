@@ -13,20 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from l3ha.cli.argtypes import non_negative_int, positive_float
+from l3ha.cli.argtypes import add_count, add_seconds, non_negative_int, positive_float
 from l3ha.cli.common import command_group
 
 HA_HELP = "HA (VRRP) routers: state audit and repair, the ordered VIP state monitor"
 
 
-def ha_group(subparsers: Any) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-    """The ``l3ha ha`` subcommand set (created once, shared by every module adding to it)."""
-    return command_group(subparsers, "ha", HA_HELP)
-
-
 def register(subparsers: Any) -> None:
     """Add ``l3ha ha monitor`` and ``l3ha ha watch-socket``."""
-    group = ha_group(subparsers)
+    group = command_group(subparsers, "ha", HA_HELP)
     add_monitor_command(group)
     add_watch_socket_command(group)
 
@@ -61,12 +56,13 @@ def add_monitor_command(group: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="CMD",
         help="hook run per transition with STATE SEQ appended and L3HA_* variables set",
     )
-    parser.add_argument(
+    add_seconds(
+        parser,
         "--exec-timeout",
-        type=positive_float,
-        default=60.0,
+        60.0,
+        "kill a hook running longer than this (default: 60)",
+        kind=positive_float,
         metavar="SECONDS",
-        help="kill a hook running longer than this (default: 60)",
     )
     parser.set_defaults(func=monitor_command)
 
@@ -101,27 +97,16 @@ def add_watch_socket_command(group: argparse._SubParsersAction[argparse.Argument
         ),
     )
     parser.add_argument("path", metavar="PATH", help="the monitor's --socket path")
-    parser.add_argument(
-        "--retries",
-        type=non_negative_int,
-        default=10,
-        metavar="N",
-        help="reconnect attempts (default: 10)",
-    )
-    parser.add_argument(
+    add_count(parser, "--retries", 10, "reconnect attempts (default: 10)", kind=non_negative_int)
+    add_seconds(
+        parser,
         "--retry-interval",
-        type=positive_float,
-        default=0.5,
+        0.5,
+        "pause between reconnect attempts (default: 0.5)",
+        kind=positive_float,
         metavar="SECONDS",
-        help="pause between reconnect attempts (default: 0.5)",
     )
-    parser.add_argument(
-        "--count",
-        type=non_negative_int,
-        default=0,
-        metavar="N",
-        help="exit after N transitions (0: never)",
-    )
+    add_count(parser, "--count", 0, "exit after N transitions (0: never)", kind=non_negative_int)
     parser.add_argument(
         "-f", "--format", choices=("text", "json"), default="text", help="output format"
     )

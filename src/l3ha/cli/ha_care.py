@@ -13,8 +13,8 @@ from typing import Any
 
 from l3ha.cli.actions import add_execution_options, run_command
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option, read_world
-from l3ha.cli.ha import ha_group
+from l3ha.cli.common import add_cloud_options, add_snapshot_option, command_group, read_world
+from l3ha.cli.ha import HA_HELP
 from l3ha.cli.output import add_format_options, emit
 from l3ha.cli.planning import add_force_option, add_placement_options
 from l3ha.operations import Action
@@ -22,7 +22,7 @@ from l3ha.operations import Action
 
 def register(subparsers: Any) -> None:
     """Add ``l3ha ha audit`` and ``l3ha ha repair`` to the shared ``ha`` group."""
-    group = ha_group(subparsers)
+    group = command_group(subparsers, "ha", HA_HELP)
     p = group.add_parser(
         "audit",
         help="find HA routers with zero or two active replicas, dead or missing replicas",
@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
     add_placement_options(p, targets=False)
     add_force_option(p)
     add_execution_options(p)
-    p.set_defaults(func=_run_repair)
+    p.set_defaults(func=lambda a: run_command(Action.HA_REPAIR, a))
 
 
 AUDIT_COLUMNS = ["router", "name", "severity", "finding", "detail", "agents"]
@@ -88,7 +88,3 @@ def _run_audit(args: argparse.Namespace) -> int:
         ha_count = sum(1 for r in snapshot.routers if r.ha)
         sys.stdout.write(f"{len(findings)} finding(s) in {ha_count} HA router(s)\n")
     return int(worst_severity(findings))
-
-
-def _run_repair(args: argparse.Namespace) -> int:
-    return run_command(Action.HA_REPAIR, args)

@@ -13,7 +13,7 @@ from typing import Any
 from l3ha.errors import BadInputError, candidates_text
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """The subcommands of ``parser`` by name (empty for a command that has none)."""
     found: dict[str, argparse.ArgumentParser] = {}
     for action in parser._actions:
@@ -26,7 +26,7 @@ def command_parser(root: argparse.ArgumentParser, words: list[str]) -> argparse.
     """The parser of the command ``words`` names under ``root`` (``BadInputError`` if none)."""
     parser = root
     for depth, word in enumerate(words):
-        known = _subcommands(parser)
+        known = subcommands(parser)
         if word not in known:
             where = " ".join(["l3ha", *words[:depth]])
             if not known:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import positive_int
+from l3ha.cli.common import add_state_dir_option
 from l3ha.cli.output import (
     add_format_options,
     emit,
@@ -35,8 +37,8 @@ from l3ha.journal.history import (
 )
 
 
-def add_history_parser(sub: Any, add_state_dir_option: Any) -> None:
-    """Register ``history``; ``add_state_dir_option``: the actions' ``--state-dir``."""
+def add_history_parser(sub: Any) -> None:
+    """Register ``history`` (among the actions: ``l3ha --help`` lists it after them)."""
     p = sub.add_parser(
         "history",
         help="operations and moves from the journal",
@@ -102,10 +104,7 @@ def _list_columns(args: argparse.Namespace, rows: list[dict[str, object]]) -> li
 def _show(journal: Any, args: argparse.Namespace) -> int:
     op = journal.operation(args.operation)
     moves = [move_row(op, mv) for mv in journal.moves(op.id)]
-    counts: dict[str, int] = {}
-    for row in moves:
-        key = str(row["outcome"] or row["step"])
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter(str(row["outcome"] or row["step"]) for row in moves)
     record = operation_record(op, counts)
     if args.format in ("json", "yaml"):
         emit_document({**record, "move_list": moves}, args.format)

@@ -101,7 +101,7 @@ def register(subparsers: Any) -> None:
         parser = group.add_parser(verb, help=text, description=text)
         _add_common(parser)
         parser.add_argument("node", metavar="NODE", help="n1, n2, ...")
-        parser.set_defaults(func=fail_command if verb == "fail" else recover_command)
+        parser.set_defaults(func=link_command, verb=verb)
 
     down = group.add_parser(
         "down",
@@ -137,28 +137,18 @@ def status_command(args: argparse.Namespace) -> int:
 
     lab = open_lab(args.name, _state_dir(args))
     rows = lab.status_rows()
-    node_columns = lab.spec.node_names
-    if args.format == "table":
-        known = [*STATUS_COLUMNS, *node_columns, "cut"]
-    else:
-        known = [*STATUS_COLUMNS, "holders", "monitors", "cut"]
-    emit(rows, args.format, args.column, known, options=args)
+    per_node = lab.spec.node_names if args.format == "table" else ("holders", "monitors")
+    emit(rows, args.format, args.column, [*STATUS_COLUMNS, *per_node, "cut"], options=args)
     return 0
 
 
-def fail_command(args: argparse.Namespace) -> int:
+def link_command(args: argparse.Namespace) -> int:
+    """``l3ha lab fail|recover NODE``: cut NODE's link or put it back."""
     from l3ha.lab.lab import open_lab
 
-    open_lab(args.name, _state_dir(args)).fail(args.node)
-    sys.stdout.write(f"{args.node}: link cut\n")
-    return 0
-
-
-def recover_command(args: argparse.Namespace) -> int:
-    from l3ha.lab.lab import open_lab
-
-    open_lab(args.name, _state_dir(args)).recover(args.node)
-    sys.stdout.write(f"{args.node}: link restored\n")
+    lab = open_lab(args.name, _state_dir(args))
+    (lab.fail if args.verb == "fail" else lab.recover)(args.node)
+    sys.stdout.write(f"{args.node}: link {'cut' if args.verb == 'fail' else 'restored'}\n")
     return 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import l3ha.cli
 from l3ha import __version__
-from l3ha.cli.common import LazyOptionsParser
+from l3ha.cli.common import LazyOptionsParser, state_dir
 from l3ha.errors import L3haError
 
 PROG = "l3ha"
@@ -85,16 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def notice_interrupted(state_dir: str | None, prog: str = PROG) -> None:
+def notice_interrupted(args: argparse.Namespace, prog: str) -> None:
     """Say so when the journal holds an operation a crash cut short (``prog``: the command
     the note tells to run, ``openstack l3ha`` in the ``openstack`` client)."""
     import sqlite3
-    from pathlib import Path
 
-    from l3ha.journal import default_state_dir, interrupted_operations
+    from l3ha.journal import interrupted_operations
 
     try:
-        ops = interrupted_operations(Path(state_dir) if state_dir else default_state_dir())
+        ops = interrupted_operations(state_dir(args))
     except sqlite3.Error:
         return
     for op in ops:
@@ -128,17 +127,24 @@ def _run_command(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        if not getattr(args, "finishes_interrupted", False):
-            notice_interrupted(getattr(args, "state_dir", None))
-        code = func(args)
-    except L3haError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
-        return exc.exit_code
+        return run_handler(args, PROG)
     except KeyboardInterrupt as exc:  # on a line of its own, after any progress bar
         detail = str(exc) or "interrupted"
         sys.stderr.write(f"\n{PROG}: {detail}\n" if sys.stderr.isatty() else f"{PROG}: {detail}\n")
         return 130
-    return int(code or 0)
+
+
+def run_handler(args: argparse.Namespace, prog: str) -> int:
+    """Run the parsed command (``prog``: how errors and notes name it): first the note of
+    an interrupted operation, an l3ha error as one line and its exit code; Ctrl-C is the
+    caller's."""
+    try:
+        if not getattr(args, "finishes_interrupted", False):
+            notice_interrupted(args, prog)
+        return int(args.func(args) or 0)
+    except L3haError as exc:
+        sys.stderr.write(f"{prog}: error: {exc}\n")
+        return exc.exit_code
 
 
 def _configure_logging(verbosity: int) -> None:

@@ -151,7 +151,7 @@ def list_columns(
     return list(every if getattr(args, "long", False) else default)
 
 
-def select_columns(rows: Sequence[Row], columns: Sequence[str], known: Sequence[str]) -> list[str]:
+def select_columns(columns: Sequence[str], known: Sequence[str]) -> list[str]:
     """The columns to show; an unknown name is a one-line error listing the known ones."""
     if not columns:
         return list(known)
@@ -233,7 +233,7 @@ def emit(
     """Write rows in format ``fmt``, restricted to ``columns`` when given; ``options``:
     the parsed sort and formatter options (``--sort-column``, ``--fit-width`` ...)."""
     known_cols = list(known) if known is not None else (list(rows[0].keys()) if rows else [])
-    shown = select_columns(rows, columns, known_cols)
+    shown = select_columns(columns, known_cols)
     ordered = _sorted(rows, options, known_cols) if options is not None else list(rows)
     data = [[_cell(row.get(c)) for c in shown] for row in ordered]
     names = [header(c) for c in shown] if fmt == "table" else shown
@@ -251,7 +251,7 @@ def emit_record(
 ) -> None:
     """Write one object (a ``show``): a Field/Value table, or a JSON/YAML mapping, shell
     variables or bare values; restricted to ``columns`` (its field names) when given."""
-    shown = select_columns([record], columns, list(record.keys()))
+    shown = select_columns(columns, list(record.keys()))
     data = [_cell(record.get(field)) for field in shown]
     names = [header(c) for c in shown] if fmt == "table" else shown
     formatter = SHOW_FORMATTERS[fmt]()

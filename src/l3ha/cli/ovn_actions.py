@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
 from l3ha.cli.output import emit, emit_document
@@ -53,21 +53,26 @@ def add_ovn_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def gateway_backend(args: argparse.Namespace) -> NeutronOvn | None:
-    """The OVN cloud when ``--backend`` says so or (auto) the agents show it, else None;
-    an OVN-only option on an L3 agent cloud and an L3-only one on OVN are refused."""
+def gateway_backend(
+    args: argparse.Namespace, cloud: Any = None, l3_only: tuple[str, ...] = L3_ONLY
+) -> NeutronOvn | None:
+    """The OVN cloud (of ``cloud``, else of the options) when ``--backend`` says so or (auto)
+    the agents show it, else None; an OVN-only option on an L3 agent cloud and an
+    ``l3_only`` one on OVN are refused."""
+    from l3ha.cloud.ovn import NeutronOvn
+
     wanted = Backend(getattr(args, "backend", Backend.AUTO))
     if wanted is Backend.L3_AGENT:
         ovn = None
     else:
-        candidate = neutron_ovn(args)
+        candidate = neutron_ovn(args) if cloud is None else NeutronOvn(cloud)
         ovn = candidate if candidate.backend(wanted) is Backend.OVN else None
     if ovn is None and getattr(args, "min_chassis", None) is not None:
         raise BadInputError(
             "--min-chassis is for ML2/OVN gateway chassis: this cloud has L3 agents"
         )
     if ovn is not None:
-        refuse_l3_only(args, L3_ONLY)
+        refuse_l3_only(args, l3_only)
     return ovn
 
 
@@ -143,20 +148,12 @@ def _print_step(step: GatewayExecuted, fmt: str, say: Callable[[str], None]) -> 
 def primaries_spread(step: GatewayExecuted) -> dict[str, tuple[int, int]]:
     """Primaries per live chassis host before the plan and after its moves (planned or
     done: a move not done counts where it was). Pure."""
+    from collections import Counter
+
     world = step.snapshot
     done = {"moved", "planned"}
     after = {r.move.router_id: r.move.target for r in step.run.results if r.outcome in done}
-    before: dict[str, int] = {}
-    then: dict[str, int] = {}
-    for chassis in sorted(world.chassis, key=lambda c: c.host):
-        if chassis.alive:
-            before[chassis.id] = then[chassis.id] = 0
-    for router in world.routers:
-        primary = world.primary(router.id)
-        if primary in before:
-            before[primary] += 1
-        moved_to = after.get(router.id) or primary
-        if moved_to in then:
-            then[moved_to] += 1
-    hosts = world.chassis_by_id
-    return {hosts[c].host: (before[c], then[c]) for c in before}
+    before = Counter(world.primary(r.id) for r in world.routers)
+    then = Counter(after.get(r.id) or world.primary(r.id) for r in world.routers)
+    live = sorted((c for c in world.chassis if c.alive), key=lambda c: c.host)
+    return {c.host: (before[c.id], then[c.id]) for c in live}

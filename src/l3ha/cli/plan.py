@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from l3ha.cli.argtypes import non_negative_int
+from l3ha.cli.argtypes import add_count, non_negative_int
 from l3ha.cli.common import (
     add_cloud_options,
     add_snapshot_option,
@@ -48,9 +48,7 @@ def register(sub: Any) -> None:
         if action == "migrate":
             add_router_selection(p, positional=True)
         if action == "rebalance":
-            p.add_argument(
-                "--max-moves", type=non_negative_int, metavar="N", help="move at most N routers"
-            )
+            add_count(p, "--max-moves", None, "move at most N routers", kind=non_negative_int)
         add_snapshot_option(p)
         add_cloud_options(p)
         add_placement_options(p, targets=action not in ("repair",))

@@ -9,10 +9,10 @@ a plan made offline from a snapshot is exactly the plan the action would run.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import positive_int
+from l3ha.cli.common import read_text_file
 from l3ha.errors import BadInputError
 from l3ha.executor import ExecutorOptions
 from l3ha.model import Plan, Snapshot
@@ -87,13 +87,8 @@ def add_router_selection(parser: argparse.ArgumentParser, positional: bool) -> N
 
 def read_router_file(path: str) -> list[str]:
     """Router references from a file: one per line, comments and blanks skipped."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise BadInputError(f"cannot read router file {path}: {reason}") from exc
     refs = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(read_text_file(path, "router file").splitlines(), start=1):
         ref = line.split("#", 1)[0].strip()
         if "," in ref:
             raise BadInputError(

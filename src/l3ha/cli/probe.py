@@ -13,11 +13,12 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from l3ha.cli.argtypes import finite_float, non_negative_float, positive_float
-from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.common import add_cloud_options, open_cloud, state_dir
 from l3ha.cli.output import add_document_format_options, emit, emit_document, select_columns
 from l3ha.errors import BadInputError, L3haError, NotFoundError
 
@@ -296,7 +297,7 @@ def run_probe(args: argparse.Namespace) -> int:
     from l3ha.probe.timeline import timeline_lines
 
     targets = collect_targets(args)
-    select_columns([], args.column, _summary_columns())  # an unknown -c fails now, not at the end
+    select_columns(args.column, _summary_columns())  # an unknown -c fails now, not at the end
     sockets = [p for p in (args.socket, args.output and socket_in(args.output)) if p]
     config = ProbeConfig(
         targets=tuple(targets),
@@ -364,42 +365,39 @@ def _summary_columns() -> list[str]:
     return list(SUMMARY_COLUMNS)
 
 
-class _stop_on_signals:  # noqa: N801 - used as a context manager
+@contextlib.contextmanager
+def _stop_on_signals(probe: Any) -> Iterator[None]:
     """The first SIGINT/SIGTERM stops sampling and waits for samples in flight; the second
     drops them. The report is written either way; a third Ctrl-C interrupts even that."""
+    received = 0
 
-    def __init__(self, probe: Any) -> None:
-        self._probe = probe
-        self._saved: dict[int, Any] = {}
-        self._signals = 0
-
-    def _handle(self, signum: int, frame: object) -> None:
-        self._signals += 1
-        if self._signals == 1:
-            self._probe.stop()
-            _say(self._stopping_text())
-        elif self._signals == 2:
-            self._probe.abort()
+    def handle(signum: int, frame: object) -> None:
+        nonlocal received
+        received += 1
+        if received == 1:
+            probe.stop()
+            _say(_stopping_text(probe))
+        elif received == 2:
+            probe.abort()
             _say("l3ha: stopping now: samples in flight are dropped; writing the report")
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    def _stopping_text(self) -> str:
-        flying = self._probe.in_flight
-        if not flying:
-            return "l3ha: stopping"
-        limit = self._probe.config.drain_limit
-        return (
-            f"l3ha: stopping: waiting up to {limit:g} s for {flying} samples in flight; "
-            "Ctrl-C again to stop now"
-        )
-
-    def __enter__(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._saved[signum] = signal.signal(signum, self._handle)
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._saved.items():
+    saved = {signum: signal.signal(signum, handle) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
             signal.signal(signum, handler)
+
+
+def _stopping_text(probe: Any) -> str:
+    flying = probe.in_flight
+    if not flying:
+        return "l3ha: stopping"
+    return (
+        f"l3ha: stopping: waiting up to {probe.config.drain_limit:g} s for {flying} samples "
+        "in flight; Ctrl-C again to stop now"
+    )
 
 
 def _say(line: str) -> None:
@@ -424,15 +422,11 @@ def _event_sources(args: argparse.Namespace) -> list[Any]:
 
 
 def _journal_poller(args: argparse.Namespace, cloud: Any) -> Any:
-    from pathlib import Path
-
     from l3ha.clock import SystemClock
-    from l3ha.journal import default_state_dir
     from l3ha.probe.events import JournalEventPoller
 
     hosts = {a.id: a.host for a in cloud.list_agents()}
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
-    return JournalEventPoller(state_dir, SystemClock(), host_of=lambda i: hosts.get(i, i))
+    return JournalEventPoller(state_dir(args), SystemClock(), host_of=lambda i: hosts.get(i, i))
 
 
 def mark_probe(args: argparse.Namespace) -> int:

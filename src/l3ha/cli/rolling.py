@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.actions import add_execution_options, executor_options
 from l3ha.cli.argtypes import non_negative_float, positive_float
-from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud
+from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud, state_dir
 from l3ha.cli.output import emit, emit_document
 from l3ha.cli.planning import add_placement_options, placement_request
 from l3ha.cli.probe import add_target_options, collect_targets, prepare_output
@@ -228,13 +228,12 @@ def build_request(args: argparse.Namespace, shape: RunShape) -> RollingRequest:
 
 def run_rolling_command(args: argparse.Namespace) -> int:
     """Run (or resume) the rolling maintenance; print the summary; 0 done, 1 stopped."""
-    from l3ha.journal import default_state_dir
     from l3ha.operations.rolling import session
 
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    journal_dir = state_dir(args)
     if args.dry_run and args.resume:
         raise BadInputError("--dry-run and --resume do not go together")
-    stored = session.resumable_run(state_dir) if args.resume else None
+    stored = session.resumable_run(journal_dir) if args.resume else None
     shape = session.resume_shape(stored.request if stored else None, _given_shape(args))
     request = build_request(args, shape)
     cloud = open_cloud(args)  # every check before anything is written
@@ -243,7 +242,7 @@ def run_rolling_command(args: argparse.Namespace) -> int:
     hooks = session.Hooks(_say, _output_line, _ask_continue)
     guard = session.traffic_guard(  # checked in a dry run too: it refuses what the run would
         snapshot,
-        list(collect_targets(args)) if _wants_targets(args) else [],
+        collect_targets(args) if getattr(args, "target_specs", None) or args.targets_file else [],
         _router_probe(args.probe_routers),
         request,
         (args.probe_interval, args.probe_timeout),
@@ -253,7 +252,7 @@ def run_rolling_command(args: argparse.Namespace) -> int:
     if args.output is not None:
         prepare_output(args.output)
     report = session.execute(
-        cloud, request, state_dir, shape, hooks, guard=guard, resume=stored, output=args.output,
+        cloud, request, journal_dir, shape, hooks, guard=guard, resume=stored, output=args.output,
         ovn=ovn,
     )  # fmt: skip
     return _finish(args, report)
@@ -278,10 +277,6 @@ def _gateway_cloud(args: argparse.Namespace, cloud: Any) -> Any:
         if given:
             raise BadInputError(message)
     return ovn
-
-
-def _wants_targets(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "target_specs", None) or args.targets_file)
 
 
 def _router_probe(spec: str | None) -> Any:

@@ -9,7 +9,6 @@ from l3ha.cli.common import (
     add_cloud_options,
     add_snapshot_option,
     command_group,
-    load_weight_policy,
     read_weighed_world,
     warn_about_weights,
 )
@@ -95,8 +94,7 @@ def list_routers(args: argparse.Namespace) -> int:
     gateways = ovn.explicit_ovn(args)
     if gateways is not None:
         return ovn.list_gateways(args, gateways)
-    policy = load_weight_policy(args)
-    snapshot, policy = read_weighed_world(args, policy, with_ha_state=not args.unhosted)
+    snapshot, policy = read_weighed_world(args, with_ha_state=not args.unhosted)
     gateways = ovn.detected_ovn(args, snapshot)
     if gateways is not None:
         return ovn.list_gateways(args, gateways)
@@ -113,8 +111,7 @@ def list_routers(args: argparse.Namespace) -> int:
 
 def show_router(args: argparse.Namespace) -> int:
     """Handler of ``l3ha router show``."""
-    policy = load_weight_policy(args)
-    snapshot, policy = read_weighed_world(args, policy, with_ha_state=True)
+    snapshot, policy = read_weighed_world(args, with_ha_state=True)
     warn_about_weights(policy, snapshot)
     (record,) = router_rows(snapshot, [snapshot.find_router(args.router)], policy)
     emit_record(record, args.format, args.column, options=args)

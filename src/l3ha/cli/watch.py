@@ -112,23 +112,16 @@ def _run(args: argparse.Namespace) -> int:
 def _gateway_cloud(args: argparse.Namespace, settings: Any, cloud: Any) -> Any:
     """The ML2/OVN reader when ``--backend`` says so or (auto) the agents show it, else None;
     an option for the other backend is one line, exit 2."""
-    from l3ha.cloud.ovn import NeutronOvn
+    from l3ha.cli.ovn_actions import gateway_backend
     from l3ha.errors import BadInputError
-    from l3ha.ovn_model import Backend
 
-    wanted = Backend(args.backend)
-    ovn = None if wanted is Backend.L3_AGENT else NeutronOvn(cloud)
-    if ovn is None or ovn.backend(wanted) is not Backend.OVN:
-        if args.min_chassis is not None:
-            raise BadInputError("--min-chassis is for ML2/OVN gateway chassis: this cloud has "
-                                "L3 agents")  # fmt: skip
-        return None
+    ovn = gateway_backend(args, cloud, l3_only=())
     refused = {
         "--dhcp is for DHCP agents: this is an ML2/OVN cloud": settings.dhcp,
         "--dataplane-probe is for L3 agents: this is an ML2/OVN cloud": settings.dataplane_probe,
     }
     for message, given in refused.items():
-        if given:
+        if given and ovn is not None:
             raise BadInputError(message)
     return ovn
 

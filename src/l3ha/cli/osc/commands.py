@@ -22,8 +22,8 @@ from cliff import _argparse
 from cliff.command import Command
 
 from l3ha.cli.common import CONNECTION_ATTR
-from l3ha.cli.main import OneLineErrors, build_parser, notice_interrupted
-from l3ha.errors import L3haError
+from l3ha.cli.help import command_parser
+from l3ha.cli.main import OneLineErrors, build_parser, run_handler
 
 PROG = "openstack l3ha"
 
@@ -39,11 +39,7 @@ def _l3ha_parser() -> argparse.ArgumentParser:
 
 def l3ha_subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:
     """The parser of ``l3ha PATH...`` (``("agent", "list")``)."""
-    parser = _l3ha_parser()
-    for name in path:
-        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        parser = subparsers.choices[name]
-    return parser
+    return command_parser(_l3ha_parser(), list(path))
 
 
 def copy_arguments(source: argparse.ArgumentParser, target: argparse.ArgumentParser) -> None:
@@ -86,12 +82,7 @@ class L3haCommand(Command):
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         setattr(parsed_args, CONNECTION_ATTR, self._connection)
         try:
-            if not getattr(parsed_args, "finishes_interrupted", False):
-                notice_interrupted(getattr(parsed_args, "state_dir", None), PROG)
-            return int(parsed_args.func(parsed_args) or 0)
-        except L3haError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return exc.exit_code
+            return run_handler(parsed_args, PROG)
         except KeyboardInterrupt as exc:  # how far it got and what to run next, as l3ha says
             sys.stderr.write(f"{PROG}: {str(exc) or 'interrupted'}\n")
             return 130
