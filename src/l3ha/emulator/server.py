@@ -27,7 +27,7 @@ from l3ha.emulator.api_ovn import OvnApi
 from l3ha.emulator.build import build_world
 from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.faults import Fault, FaultError, Step, parse_fault
-from l3ha.emulator.http_types import Request, Response
+from l3ha.emulator.http_types import Request, Response, not_found_path
 from l3ha.emulator.injector import FaultInjector
 from l3ha.emulator.keystone import PREFIX as KEYSTONE_PREFIX
 from l3ha.emulator.keystone import UNAUTHORIZED, Keystone
@@ -270,8 +270,7 @@ class Emulator:
             except FaultError as err:
                 kind = "NotFound" if err.status == 404 else "BadRequest"
                 return Response(err.status, ApiError(err.status, kind, err.message).body())
-        return Response(404, ApiError(404, "HTTPNotFound",
-                                      "The resource could not be found.").body())
+        return Response(404, not_found_path().body())
 
 
 def _handler_for(emulator: Emulator) -> type[BaseHTTPRequestHandler]:

@@ -21,7 +21,6 @@ from typing import Any
 
 from l3ha.errors import BadInputError
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 
