@@ -242,7 +242,7 @@ class NeutronApi:
         for router in list(agent.routers.values()):
             self.sim.unbind(router, agent)
         self.sim.lifecycle.kill(agent, node=False)
-        self.dhcp.agent_deleted(agent)
+        self.world.dhcp.forget_agent(agent)  # a DHCP agent's bindings go (its ports stay)
         del self.world.agents[agent.id]
         if self.world.agents_by_host.get(agent.host) is agent:
             del self.world.agents_by_host[agent.host]

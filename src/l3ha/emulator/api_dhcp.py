@@ -171,11 +171,6 @@ class DhcpApi:
 
     # --- agents and networks ------------------------------------------------------------
 
-    def agent_deleted(self, agent: AgentRec) -> None:
-        """``DELETE /v2.0/agents/{id}`` of a DHCP agent: its bindings go with it (its
-        ports stay, as the server leaves them)."""
-        self.tables.forget_agent(agent)
-
     def create_network(self, req: Request) -> Response:
         """``POST /v2.0/networks``: a network with no subnet yet (so not scheduled)."""
         body = resource_body(req.body, "network")

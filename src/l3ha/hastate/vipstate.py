@@ -31,11 +31,6 @@ class VipState(StrEnum):
     BACKUP = "backup"
 
 
-def state_of(present: bool) -> VipState:
-    """``master`` when the VIP is present, ``backup`` when it is not."""
-    return VipState.MASTER if present else VipState.BACKUP
-
-
 @dataclass(frozen=True)
 class Transition:
     """One change of state, numbered; ``previous`` is None for the first one of a run.
@@ -133,7 +128,7 @@ class VipStateMachine:
 
     def observe(self, present: bool, monotonic: float, wall: datetime) -> Transition | None:
         """Apply one observation; return the new transition or None when nothing changed."""
-        state = state_of(present)
+        state = VipState.MASTER if present else VipState.BACKUP
         previous = self._current.state if self._current else None
         if previous is state:
             return None
