@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from l3ha.emulator.query import ApiError, Params, bad_request
+from l3ha.emulator.query import ApiError, Params, bad_request, select_fields
 
 
 @dataclass
@@ -81,5 +81,4 @@ def router_id_of(body: Any) -> str:
 
 def only_fields(req: Request, doc: dict[str, Any]) -> dict[str, Any]:
     """A shown resource's document cut to the request's ``fields`` (all without any)."""
-    fields = [v for k, v in req.params if k == "fields" and v]
-    return {k: v for k, v in doc.items() if not fields or k in fields}
+    return select_fields(doc, [v for k, v in req.params if k == "fields" and v])
