@@ -26,7 +26,10 @@ from l3ha.emulator.http_types import (
     no_content,
     not_found_path,
     ok,
+    only_fields,
+    pick,
     resource_body,
+    router_id_of,
 )
 from l3ha.emulator.query import ApiError, bad_request, list_collection
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
@@ -145,10 +148,7 @@ class NeutronApi:
             (4, "DELETE"): self._unbind,
             (4, "PUT"): self._update_binding,
         }
-        handler = table.get((size, method))
-        if handler is None:
-            raise not_found_path()
-        return handler
+        return pick(table, (size, method))
 
     # --- discovery --------------------------------------------------------------
 
@@ -210,13 +210,9 @@ class NeutronApi:
         raise ApiError(400, "BadRequest",
                        "Bad agents request: Agent creation using API is not supported..")
 
-    def _fields(self, req: Request) -> list[str]:
-        return [v for k, v in req.params if k == "fields" and v]
-
     def _show_agent(self, req: Request, agent_id: str) -> Response:
         doc = render.agent_doc(self.sim, self.agent(agent_id), self.clock.wall())
-        fields = self._fields(req)
-        return ok({"agent": {k: v for k, v in doc.items() if not fields or k in fields}})
+        return ok({"agent": only_fields(req, doc)})
 
     def _update_agent(self, req: Request, agent_id: str) -> Response:
         agent = self.agent(agent_id)
@@ -246,7 +242,7 @@ class NeutronApi:
         for router in list(agent.routers.values()):
             self.sim.unbind(router, agent)
         self.sim.lifecycle.kill(agent, node=False)
-        self.dhcp.agent_deleted(agent)
+        self.world.dhcp.forget_agent(agent)  # a DHCP agent's bindings go (its ports stay)
         del self.world.agents[agent.id]
         if self.world.agents_by_host.get(agent.host) is agent:
             del self.world.agents_by_host[agent.host]
@@ -255,17 +251,11 @@ class NeutronApi:
     # --- l3 agent scheduler shims ------------------------------------------------------
 
     def _agent_routers(self, req: Request, agent_id: str, _sub: str) -> Response:
-        agent = self.agent(agent_id)
-        routers = [render.router_doc(r, self.public, render.router_azs(r), internal=True)
-                   for r in agent.routers.values()]
-        return ok({"routers": routers})
+        routers = self.agent(agent_id).routers.values()
+        return ok({"routers": render.scheduled_router_docs(routers, self.public)})
 
     def _bind(self, req: Request, agent_id: str, _sub: str) -> Response:
-        body = req.body if isinstance(req.body, dict) else {}
-        if "router_id" not in body:
-            raise bad_request("Failed to parse request. Required attribute 'router_id' not "
-                              "specified")
-        router = self.router(str(body["router_id"]))
+        router = self.router(router_id_of(req.body))
         agent = self.agent(agent_id)
         self._check_bindable(router, agent)
         if agent.id in router.bindings:

@@ -33,7 +33,15 @@ from typing import Any
 from l3ha.emulator import render
 from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
-from l3ha.emulator.http_types import Request, Response, as_bool, no_content, ok, resource_body
+from l3ha.emulator.http_types import (
+    Request,
+    Response,
+    as_bool,
+    no_content,
+    ok,
+    pick,
+    resource_body,
+)
 from l3ha.emulator.query import ApiError, bad_request
 from l3ha.emulator.records import DHCP_AGENT, AgentRec, NetworkRec
 
@@ -74,33 +82,11 @@ def dhcp_port_doc(port: DhcpPortRec) -> Doc:
     """A DHCP port as ``GET /v2.0/ports`` shows it."""
     net = port.network
     fixed = [{"subnet_id": net.subnet_id, "ip_address": port.ip}] if net.subnet_id else []
-    return {
-        "id": port.id,
-        "name": "",
-        "network_id": net.id,
-        "tenant_id": net.project_id,
-        "mac_address": port.mac,
-        "admin_state_up": True,
-        "status": port.status,
-        "device_id": port.device_id,
-        "device_owner": OWNER_DHCP,
-        "fixed_ips": fixed,
-        "allowed_address_pairs": [],
-        "extra_dhcp_opts": [],
-        "security_groups": [],
-        "description": "",
-        "binding:vnic_type": "normal",
-        "binding:profile": {},
-        "binding:host_id": port.host,
-        "binding:vif_type": "ovs" if port.host else "unbound",
-        "binding:vif_details": {},
-        "port_security_enabled": False,
-        "tags": [],
-        "created_at": render.iso_time(port.created_at),
-        "updated_at": render.iso_time(port.updated_at),
-        "revision_number": port.revision,
-        "project_id": net.project_id,
-    }
+    doc = render.any_port_doc(port.id, net, net.project_id, fixed, port.host)
+    doc.update({"mac_address": port.mac, "status": port.status, "device_id": port.device_id,
+                "device_owner": OWNER_DHCP, "created_at": render.iso_time(port.created_at),
+                "updated_at": render.iso_time(port.updated_at), "revision_number": port.revision})
+    return doc
 
 
 class DhcpApi:
@@ -121,10 +107,7 @@ class DhcpApi:
             (4, "GET"): self._no_action,
             (4, "PUT"): self._no_action,
         }
-        handler = table.get((size, method))
-        if handler is None:
-            raise ApiError(404, "HTTPNotFound", "The resource could not be found.")
-        return handler
+        return pick(table, (size, method))
 
     # --- docs -------------------------------------------------------------------------
 
@@ -183,20 +166,10 @@ class DhcpApi:
     def hosting_agents(self, req: Request, network_id: str, _sub: str) -> Response:
         """``GET /v2.0/networks/{id}/dhcp-agents``."""
         now = self.api.clock.wall()
-        docs = []
-        for binding in self.tables.bindings_of(network_id).values():
-            doc = render.agent_doc(self.sim, binding.agent, now)
-            doc["resource_versions"] = {}
-            doc["ha_chassis_priority"] = None
-            docs.append(doc)
-        return ok({"agents": docs})
+        bindings = self.tables.bindings_of(network_id).values()
+        return ok({"agents": [render.hosting_agent_doc(self.sim, b.agent, now) for b in bindings]})
 
     # --- agents and networks ------------------------------------------------------------
-
-    def agent_deleted(self, agent: AgentRec) -> None:
-        """``DELETE /v2.0/agents/{id}`` of a DHCP agent: its bindings go with it (its
-        ports stay, as the server leaves them)."""
-        self.tables.forget_agent(agent)
 
     def create_network(self, req: Request) -> Response:
         """``POST /v2.0/networks``: a network with no subnet yet (so not scheduled)."""

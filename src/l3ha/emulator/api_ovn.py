@@ -15,7 +15,15 @@ from typing import Any
 
 from l3ha.emulator import render
 from l3ha.emulator.api_core import AGENTS, ApiCore
-from l3ha.emulator.http_types import Request, Response, no_content, not_found_path, ok
+from l3ha.emulator.http_types import (
+    Request,
+    Response,
+    no_content,
+    not_found_path,
+    ok,
+    pick,
+    router_id_of,
+)
 from l3ha.emulator.ovn_world import (
     GATEWAY_AGENT_TYPE,
     HIGHEST_PRIORITY,
@@ -78,10 +86,7 @@ class OvnApi:
         }
         if parts[0] == "agents" and len(parts) >= 3 and parts[2] != "l3-routers":
             raise not_found_path()
-        handler = table.get((parts[0], len(parts), method))
-        if handler is None:
-            raise not_found_path()
-        return handler
+        return pick(table, (parts[0], len(parts), method))
 
     # --- agents --------------------------------------------------------------------------
 
@@ -147,15 +152,7 @@ class OvnApi:
             for g in self.ovn.ovn.gateways.values()
             if agent_id in g.priorities and g.router_id in self.core.world.routers
         ]
-        core = self.core
-        return ok(
-            {
-                "routers": [
-                    render.router_doc(r, core.public, render.router_azs(r), internal=True)
-                    for r in routers
-                ]
-            }
-        )
+        return ok({"routers": render.scheduled_router_docs(routers, self.core.public)})
 
     def _priority(self, body: Doc) -> int | None:
         if "ha_chassis_priority" not in body or body["ha_chassis_priority"] is None:
@@ -170,13 +167,9 @@ class OvnApi:
         return value
 
     def _add(self, req: Request, agent_id: str, _sub: str) -> Response:
-        body = req.body if isinstance(req.body, dict) else {}
-        if "router_id" not in body:
-            raise bad_request(
-                "Failed to parse request. Required attribute 'router_id' not specified"
-            )
-        priority = self._priority(body)
-        gateway = self._gateway(str(body["router_id"]))
+        router_id = router_id_of(req.body)
+        priority = self._priority(req.body)
+        gateway = self._gateway(router_id)
         if agent_id not in self.ovn.ovn.chassis:
             raise invalid_agent(agent_id)
         if agent_id in gateway.priorities:

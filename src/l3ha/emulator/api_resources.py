@@ -15,7 +15,7 @@ from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.api_dhcp import DhcpApi, dhcp_port_doc
 from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
-from l3ha.emulator.http_types import Request, Response, not_found_path, ok, only_fields
+from l3ha.emulator.http_types import Request, Response, not_found_path, ok, only_fields, pick
 from l3ha.emulator.query import ApiError, CollectionSpec, list_collection
 from l3ha.emulator.records import PortRec
 
@@ -81,10 +81,7 @@ class ResourceApi:
             ("floatingips", 2, "GET"): self._show_fip,
             ("availability_zones", 1, "GET"): self._list_azs,
         }
-        handler = table.get((parts[0], len(parts), method))
-        if handler is None:
-            raise not_found_path()
-        return handler
+        return pick(table, (parts[0], len(parts), method))
 
     # --- ports, networks, floating IPs, AZs -----------------------------------------------
 
@@ -141,15 +138,11 @@ class ResourceApi:
                                   marker_exists=self._network_marker))
 
     def _network_marker(self, marker: str) -> bool:
-        if marker not in self.world.networks:
-            raise ApiError(404, "NetworkNotFound", f"Network {marker} could not be found.")
+        self.dhcp.network(marker)
         return True
 
     def _show_network(self, req: Request, net_id: str) -> Response:
-        net = self.world.networks.get(net_id)
-        if net is None:
-            raise ApiError(404, "NetworkNotFound", f"Network {net_id} could not be found.")
-        return ok({"network": only_fields(req, self.dhcp.network_doc(net))})
+        return ok({"network": only_fields(req, self.dhcp.network_doc(self.dhcp.network(net_id)))})
 
     def _list_fips(self, req: Request) -> Response:
         public = self.api.public

@@ -18,9 +18,9 @@ from l3ha.emulator.http_types import (
     Response,
     as_bool,
     no_content,
-    not_found_path,
     ok,
     only_fields,
+    pick,
     resource_body,
 )
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
@@ -72,10 +72,7 @@ class RouterApi:
             (2, "PUT"): self._update_router,
             (2, "DELETE"): self._delete_router,
         }
-        handler = table.get((len(parts), method))
-        if handler is None:
-            raise not_found_path()
-        return handler
+        return pick(table, (len(parts), method))
 
     def _router_sub_route(self, parts: list[str], method: str) -> Callable[..., Response]:
         table: dict[tuple[str, int, str], Callable[..., Response]] = {
@@ -87,10 +84,7 @@ class RouterApi:
             ("tags", 4, "PUT"): self._add_tag,
             ("tags", 4, "DELETE"): self._delete_tag,
         }
-        handler = table.get((parts[2], len(parts), method))
-        if handler is None:
-            raise not_found_path()
-        return handler
+        return pick(table, (parts[2], len(parts), method))
 
     # --- routers ------------------------------------------------------------------
 
@@ -179,22 +173,12 @@ class RouterApi:
         if getattr(router, key) == value:
             return
         admin_up = changes.get("admin_state_up", router.admin_state_up) not in (False, "false")
-        if admin_up and key == "ha":
-            raise ApiError(
-                400,
-                "BadRequest",
-                "Bad router request: Cannot change HA attribute "
-                "of active routers. Please set router admin_state_up to False prior "
-                "to upgrade.",
-            )
         if admin_up:
-            raise ApiError(
-                400,
-                "BadRequest",
-                "Bad router request: Cannot upgrade active router "
-                "to distributed. Please set router admin_state_up to False prior to "
-                "upgrade",
-            )
+            change = ("change HA attribute of active routers" if key == "ha"
+                      else "upgrade active router to distributed")
+            end = "." if key == "ha" else ""
+            raise ApiError(400, "BadRequest", f"Bad router request: Cannot {change}. Please set "
+                           f"router admin_state_up to False prior to upgrade{end}")
         setattr(router, key, value)
 
     def _schedule_new_ha(self, router: RouterRec) -> None:
@@ -225,7 +209,7 @@ class RouterApi:
         now = self.api.clock.wall()
         states = render.reported_ha_states(self.sim, router, now) if router.ha else {}
         agents = [
-            render.hosting_agent_doc(self.sim, router, r.agent, states.get(r.agent.id), now)
+            render.hosting_agent_doc(self.sim, r.agent, now, ha_state=states.get(r.agent.id))
             for r in router.bindings.values()
         ]
         return ok({"agents": agents})

@@ -16,7 +16,7 @@ from typing import Any
 
 from l3ha.emulator import render
 from l3ha.emulator.api_core import ApiCore
-from l3ha.emulator.http_types import Request, Response, as_bool, ok, resource_body
+from l3ha.emulator.http_types import Request, Response, as_bool, ok, only_fields, resource_body
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
 from l3ha.emulator.records import NetworkRec
 
@@ -127,9 +127,7 @@ class SubnetApi:
         return net
 
     def show(self, req: Request, subnet_id: str) -> Response:
-        doc = self.doc(self._network_of(subnet_id))
-        fields = [v for k, v in req.params if k == "fields" and v]
-        return ok({"subnet": {k: v for k, v in doc.items() if not fields or k in fields}})
+        return ok({"subnet": only_fields(req, self.doc(self._network_of(subnet_id)))})
 
     def create(self, req: Request) -> Response:
         body = resource_body(req.body, "subnet")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from l3ha.emulator.config import EmulatorConfig
-from l3ha.emulator.dhcp_world import DhcpPortRec, dhcp_device_id
 from l3ha.emulator.records import DHCP_AGENT
 from l3ha.emulator.world import World
 
@@ -30,17 +29,8 @@ def add_tenant_networks(world: World, cfg: EmulatorConfig, now: datetime) -> Non
             binding = tables.bind(net, agent)
             binding.processed = True
             tables.work[agent.id].serving.add(net.id)
-            port = DhcpPortRec(
-                world.new_id(),
-                world.new_mac(),
-                net,
-                f"{net.cidr_base}.{2 + k}",
-                dhcp_device_id(net.id, agent.host),
-                agent.host,
-                now,
-            )
+            port = world.add_dhcp_port(net, f"{net.cidr_base}.{2 + k}", agent.host, now)
             port.status = "ACTIVE"
-            tables.add_port(port)
     for agent in agents:
         work = tables.work[agent.id]
         work.reported = tables.report(agent)

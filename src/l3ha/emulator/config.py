@@ -7,12 +7,20 @@ names the first bad field in a one-line message.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 #: Timing fields that must be finite; all but the first two may be 0.
 _TIMES = ("report_interval", "agent_down_time", "router_base_time", "router_port_time",
           "ha_takeover_time", "ha_vrrp_advert_int", "neutron_move_time", "rpc_response_timeout",
           "port_active_delay", "broker_reconnect_time")
+
+
+
+
+def _finite_time(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
 
 
 @dataclass
@@ -107,20 +115,13 @@ class EmulatorConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
-        for name in _TIMES:
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be a finite number, not {getattr(self, name)}")
-        for name in ("agents", "routers", "busy", "hot", "ha_routers", "dvr_routers",
-                     "dataplane_listeners", "dhcp_agents", "seed"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
-        for name in ("report_interval", "agent_down_time", "agent_concurrency", "azs",
-                     "agent_capacity", "ha_replicas", "max_l3_agents_per_router"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
-        for name in _TIMES[2:]:
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        self._require(_TIMES, math.isfinite, "a finite number")
+        self._require(("agents", "routers", "busy", "hot", "ha_routers", "dvr_routers",
+                       "dataplane_listeners", "dhcp_agents", "seed"), lambda v: v >= 0, "0 or more")
+        self._require(("report_interval", "agent_down_time", "agent_concurrency", "azs",
+                       "agent_capacity", "ha_replicas", "max_l3_agents_per_router"),
+                      lambda v: v > 0, "greater than 0")
+        self._require(_TIMES[2:], lambda v: v >= 0, "0 or more")
         if self.ha_routers + self.dvr_routers > self.routers:
             raise ValueError(
                 "ha_routers + dvr_routers must not exceed routers "
@@ -138,34 +139,31 @@ class EmulatorConfig:
             raise ValueError("dataplane_listeners must not exceed routers")
         if self.dataplane_listeners > 65000:
             raise ValueError("dataplane_listeners must be at most 65000")
-        for name in ("port", "dataplane_port"):
-            if not 0 <= getattr(self, name) <= 65535:
-                raise ValueError(f"{name} must be 0..65535, not {getattr(self, name)}")
+        self._require(("port", "dataplane_port"), lambda v: 0 <= v <= 65535, "0..65535")
         self._validate_dhcp()
         self._validate_ovn()
 
+    def _require(self, names: tuple[str, ...], ok: Callable[[Any], bool], rule: str) -> None:
+        """Raise ValueError for the first of ``names`` whose value is not ``ok``."""
+        for name in names:
+            if not ok(getattr(self, name)):
+                raise ValueError(f"{name} must be {rule}, not {getattr(self, name)}")
+
     def _validate_ovn(self) -> None:
-        if self.ovn and self.ovn_chassis <= 0:
-            raise ValueError(f"ovn_chassis must be greater than 0, not {self.ovn_chassis}")
+        if self.ovn:
+            self._require(("ovn_chassis",), lambda v: v > 0, "greater than 0")
         for name in ("ha_routers", "dvr_routers", "dhcp_agents"):
             if self.ovn and getattr(self, name):
                 raise ValueError(f"{name} needs L3 or DHCP agents, which an OVN cloud has none "
                                  "of (ovn)")
-        for name in ("ovn_bfd_detection_time", "ovn_claim_time", "ovn_graceful_move_time",
-                     "ovn_failback_time"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number, 0 or more, not {value}")
+        self._require(("ovn_bfd_detection_time", "ovn_claim_time", "ovn_graceful_move_time",
+                       "ovn_failback_time"), _finite_time, "a finite number, 0 or more")
 
     def _validate_dhcp(self) -> None:
-        if not math.isfinite(self.dhcp_network_time) or self.dhcp_network_time < 0:
-            raise ValueError(f"dhcp_network_time must be a finite number, 0 or more, not "
-                             f"{self.dhcp_network_time}")
-        if not 0 <= self.networks <= 16384:
-            raise ValueError(f"networks must be 0..16384, not {self.networks}")
-        for name in ("dhcp_agents_per_network", "dhcp_concurrency"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
+        self._require(("dhcp_network_time",), _finite_time, "a finite number, 0 or more")
+        self._require(("networks",), lambda v: 0 <= v <= 16384, "0..16384")
+        self._require(("dhcp_agents_per_network", "dhcp_concurrency"), lambda v: v > 0,
+                      "greater than 0")
         prefix = self.dhcp_host_prefix
         if not prefix or any(c.isspace() or c == "/" for c in prefix):
             raise ValueError(f"dhcp_host_prefix must be a host name prefix, not {prefix!r}")

@@ -178,15 +178,11 @@ class DhcpTables:
             (p for p in self.ports_by_network.get(network.id, []) if p.device_id == device_id), None
         )
 
-    def reserved_port(self, network: NetworkRec) -> DhcpPortRec | None:
-        return next(
-            (
-                p
-                for p in self.ports_by_network.get(network.id, [])
-                if p.device_id == RESERVED_DEVICE_ID
-            ),
-            None,
-        )
+    def reserved_port(self, network: NetworkRec, host: str | None = None) -> DhcpPortRec | None:
+        """The network's first re-labelled port (still bound to ``host``, when given)."""
+        ports = self.ports_by_network.get(network.id, [])
+        reserved = (p for p in ports if p.device_id == RESERVED_DEVICE_ID)
+        return next((p for p in reserved if host is None or p.host == host), None)
 
     def add_port(self, port: DhcpPortRec) -> None:
         self.ports[port.id] = port

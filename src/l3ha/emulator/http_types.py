@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from l3ha.emulator.query import ApiError, Params, bad_request
+from l3ha.emulator.query import ApiError, Params, bad_request, select_fields
 
 
 @dataclass
@@ -36,8 +37,20 @@ def no_content() -> Response:
     return Response(204, None, has_body=False)
 
 
+Handler = Callable[..., "Response"]
+Key = TypeVar("Key")
+
+
 def not_found_path() -> ApiError:
     return ApiError(404, "HTTPNotFound", "The resource could not be found.")
+
+
+def pick(table: Mapping[Key, Handler], key: Key) -> Handler:
+    """The handler ``table`` holds for ``key``, else Neutron's 404 for an unknown path."""
+    handler = table.get(key)
+    if handler is None:
+        raise not_found_path()
+    return handler
 
 
 def resource_body(body: Any, key: str) -> dict[str, Any]:
@@ -59,7 +72,13 @@ def as_bool(value: Any, name: str) -> bool:
                    f"Invalid input for operation: '{value}' cannot be converted to boolean.")
 
 
+def router_id_of(body: Any) -> str:
+    """The ``router_id`` of a scheduler shim's POST body, else Neutron's 400."""
+    if not isinstance(body, dict) or "router_id" not in body:
+        raise bad_request("Failed to parse request. Required attribute 'router_id' not specified")
+    return str(body["router_id"])
+
+
 def only_fields(req: Request, doc: dict[str, Any]) -> dict[str, Any]:
     """A shown resource's document cut to the request's ``fields`` (all without any)."""
-    fields = [v for k, v in req.params if k == "fields" and v]
-    return {k: v for k, v in doc.items() if not fields or k in fields}
+    return select_fields(doc, [v for k, v in req.params if k == "fields" and v])

@@ -44,11 +44,11 @@ STATUS_TYPES = {
 Apply = Callable[["FaultInjector", Mapping[str, Any]], dict[str, Any] | None]
 
 
-def _agent_fault(action: Callable[[AgentLifecycle, AgentRec], None]) -> Apply:
-    """A fault on one agent named by ``host`` (or id)."""
+def _agent_fault(action: Callable[..., None], *names: str) -> Apply:
+    """A fault on one agent named by ``host`` (or id), given the arguments ``names``."""
 
     def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-        action(inj.sim.lifecycle, inj.agent(args["host"]))
+        action(inj.sim.lifecycle, inj.agent(args["host"]), *(args[name] for name in names))
 
     return apply
 
@@ -82,14 +82,6 @@ def _split_brain(inj: FaultInjector, args: Mapping[str, Any]) -> dict[str, Any]:
 
 def _broker_outage(inj: FaultInjector, args: Mapping[str, Any]) -> None:
     inj.sim.lifecycle.broker_outage(args["seconds"], args.get("spread", 0.0))
-
-
-def _mgmt_partition(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-    inj.sim.lifecycle.mgmt_partition(inj.agent(args["host"]), args["seconds"])
-
-
-def _slow_agent(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-    inj.sim.lifecycle.slow_agent(inj.agent(args["host"]), args["factor"])
 
 
 def _api_errors(inj: FaultInjector, args: Mapping[str, Any]) -> None:
@@ -140,9 +132,9 @@ FAULTS: dict[str, Apply] = {
     "stop-agent": _process_fault(AgentLifecycle.stop_agent),
     "start-agent": _process_fault(AgentLifecycle.start_agent),
     "broker-outage": _broker_outage,
-    "mgmt-partition": _mgmt_partition,
+    "mgmt-partition": _agent_fault(AgentLifecycle.mgmt_partition, "seconds"),
     "dataplane-fail": _agent_fault(AgentLifecycle.dataplane_fail),
-    "slow-agent": _slow_agent,
+    "slow-agent": _agent_fault(AgentLifecycle.slow_agent, "factor"),
     "api-errors": _api_errors,
     "api-latency": _api_latency,
     "api-outage": _api_outage,

@@ -38,9 +38,6 @@ class Listeners:
         """Give ``router_id`` the listener address of router number ``number`` (1-based)."""
         self._addresses[router_id] = f"127.{self._first_octet}.{(number >> 8) & 255}.{number & 255}"
 
-    def has(self, router_id: str) -> bool:
-        return router_id in self._addresses
-
     def ip(self, router_id: str) -> str | None:
         return self._addresses.get(router_id)
 

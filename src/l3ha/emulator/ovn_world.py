@@ -188,13 +188,6 @@ class OvnWorld:
                 return name
         return None
 
-    def step(self, now: float) -> list[str]:
-        """Rebind every gateway whose target changed (a crash seen by BFD, a chassis that
-        returned); the ids of routers whose forwarding changed since the last step."""
-        for gateway in self.gateways.values():
-            self.rebind(gateway, now, None)
-        return self.settle(now)
-
     def settle(self, now: float) -> list[str]:
         """Bring every gateway's forwarding state and outage log up to date."""
         changed = []

@@ -245,17 +245,14 @@ def links(base_url: str, params: Params, page: Page, ids: list[str]) -> list[Doc
     if not page.limit:
         return []
     out: list[Doc] = []
-    if not (len(ids) < page.limit and not page.reverse):
-        kept = [(k, v) for k, v in params if k not in ("marker", "page_reverse")]
-        if ids:
-            kept.append(("marker", ids[-1]))
-        out.append({"rel": "next", "href": f"{base_url}?{urllib.parse.urlencode(kept)}"})
-    if not (len(ids) < page.limit and page.reverse):
-        kept = [(k, v) for k, v in params if k not in ("marker", "page_reverse")]
-        if ids:
-            kept.append(("marker", ids[0]))
-        kept.append(("page_reverse", "True"))
-        out.append({"rel": "previous", "href": f"{base_url}?{urllib.parse.urlencode(kept)}"})
+    kept = [(k, v) for k, v in params if k not in ("marker", "page_reverse")]
+    # no next link after a short forward page, no previous one after a short reverse page
+    for rel, reverse, marker in (("next", False, ids[-1:]), ("previous", True, ids[:1])):
+        if len(ids) < page.limit and page.reverse == reverse:
+            continue
+        query = [*kept, *(("marker", m) for m in marker)]
+        query += [("page_reverse", "True")] if reverse else []
+        out.append({"rel": rel, "href": f"{base_url}?{urllib.parse.urlencode(query)}"})
     return out
 
 

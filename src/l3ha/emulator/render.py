@@ -6,6 +6,7 @@ and floating IP timestamps are ISO 8601 with ``Z``, as real Neutron renders them
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -74,14 +75,11 @@ def agent_doc(sim: Simulation, agent: AgentRec, now: datetime) -> Doc:
     }
 
 
-def hosting_agent_doc(sim: Simulation, router: RouterRec, agent: AgentRec,
-                      ha_state: str | None, now: datetime) -> Doc:
-    """An entry of ``GET /v2.0/routers/{id}/l3-agents``."""
-    doc = agent_doc(sim, agent, now)
-    doc["resource_versions"] = {}
-    doc["ha_chassis_priority"] = None
-    doc["ha_state"] = ha_state
-    return doc
+def hosting_agent_doc(sim: Simulation, agent: AgentRec, now: datetime, **extra: Any) -> Doc:
+    """An entry of ``GET /v2.0/routers/{id}/l3-agents`` (``extra``: its ``ha_state``) or
+    ``GET /v2.0/networks/{id}/dhcp-agents``."""
+    return {**agent_doc(sim, agent, now), "resource_versions": {}, "ha_chassis_priority": None,
+            **extra}
 
 
 def reported_ha_states(sim: Simulation, router: RouterRec, now: datetime) -> dict[str, str]:
@@ -162,6 +160,11 @@ def router_azs(router: RouterRec) -> list[str]:
     return sorted({r.agent.az for r in router.bindings.values()})
 
 
+def scheduled_router_docs(routers: Iterable[RouterRec], public: NetworkRec) -> list[Doc]:
+    """Routers as ``GET /v2.0/agents/{id}/l3-routers`` lists them (the plugin's dicts)."""
+    return [router_doc(r, public, router_azs(r), internal=True) for r in routers]
+
+
 def port_status(port: PortRec) -> str:
     """See ``sim_ports``; distributed interfaces are up while any binding is processed."""
     router = port.router
@@ -181,36 +184,48 @@ def port_host(port: PortRec) -> str:
 
 
 def port_doc(port: PortRec) -> Doc:
-    net = port.network
     name = ""
     if port.owner == OWNER_HA_INTERFACE and port.replica is not None:
         name = f"HA port tenant {port.router.project_id}"
     project = "" if port.owner == OWNER_HA_INTERFACE else port.router.project_id
+    fixed = [{"subnet_id": port.network.subnet_id, "ip_address": port.ip}]
+    doc = any_port_doc(port.id, port.network, project, fixed, port_host(port))
+    doc.update({"name": name, "mac_address": port.mac, "status": port_status(port),
+                "device_id": port.router.id, "device_owner": port.owner,
+                "created_at": iso_time(port.created_at), "updated_at": iso_time(port.created_at),
+                "revision_number": 1})
+    return doc
+
+
+def any_port_doc(port_id: str, net: NetworkRec, project: str, fixed: list[Doc],
+                 host: str) -> Doc:
+    """The fields a router port and a DHCP port share, in the order Neutron shows them
+    (the caller fills in name, MAC, status, device, timestamps and revision)."""
     return {
-        "id": port.id,
-        "name": name,
+        "id": port_id,
+        "name": "",
         "network_id": net.id,
         "tenant_id": project,
-        "mac_address": port.mac,
+        "mac_address": "",
         "admin_state_up": True,
-        "status": port_status(port),
-        "device_id": port.router.id,
-        "device_owner": port.owner,
-        "fixed_ips": [{"subnet_id": net.subnet_id, "ip_address": port.ip}],
+        "status": "",
+        "device_id": "",
+        "device_owner": "",
+        "fixed_ips": fixed,
         "allowed_address_pairs": [],
         "extra_dhcp_opts": [],
         "security_groups": [],
         "description": "",
         "binding:vnic_type": "normal",
         "binding:profile": {},
-        "binding:host_id": port_host(port),
-        "binding:vif_type": "ovs" if port_host(port) else "unbound",
+        "binding:host_id": host,
+        "binding:vif_type": "ovs" if host else "unbound",
         "binding:vif_details": {},
         "port_security_enabled": False,
         "tags": [],
-        "created_at": iso_time(port.created_at),
-        "updated_at": iso_time(port.created_at),
-        "revision_number": 1,
+        "created_at": "",
+        "updated_at": "",
+        "revision_number": 0,
         "project_id": project,
     }
 

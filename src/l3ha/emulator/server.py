@@ -26,8 +26,8 @@ from l3ha.emulator.api import NeutronApi
 from l3ha.emulator.api_ovn import OvnApi
 from l3ha.emulator.build import build_world
 from l3ha.emulator.config import EmulatorConfig
-from l3ha.emulator.faults import Fault, FaultError, Step, parse_fault
-from l3ha.emulator.http_types import Request, Response
+from l3ha.emulator.faults import FaultError, Step, parse_fault
+from l3ha.emulator.http_types import Request, Response, not_found_path
 from l3ha.emulator.injector import FaultInjector
 from l3ha.emulator.keystone import PREFIX as KEYSTONE_PREFIX
 from l3ha.emulator.keystone import UNAUTHORIZED, Keystone
@@ -213,7 +213,7 @@ class Emulator:
                         "error_status": self.faults.error_status,
                         "latency_ms": self.faults.latency_ms,
                         "outage": self.faults.api_outage_now()},
-                "auto_failover_moves": self.sim.failover_moves,
+                "auto_failover_moves": self.sim.failover.moves,
                 "auto_failover": self.sim.failover.counters(),
                 "auto_scheduled": self.sim.scheduler.bound,
                 "dhcp": self.sim.dhcp.summary(),
@@ -224,10 +224,6 @@ class Emulator:
             }
 
     # --- faults ---------------------------------------------------------------------------------
-
-    def apply_fault(self, fault: Fault) -> dict[str, Any]:
-        """Apply one validated fault (``injector.FAULTS``); return what was done."""
-        return self.faults.apply(fault)
 
     def schedule_scenario(self, steps: list[Step]) -> None:
         """Apply each step at its offset from the emulator's start (faults naming
@@ -266,12 +262,11 @@ class Emulator:
             try:
                 if not isinstance(req.body, dict):
                     raise FaultError("the body must be a JSON object {\"fault\": KIND, ...}")
-                return Response(200, self.apply_fault(parse_fault(req.body)))
+                return Response(200, self.faults.apply(parse_fault(req.body)))
             except FaultError as err:
                 kind = "NotFound" if err.status == 404 else "BadRequest"
                 return Response(err.status, ApiError(err.status, kind, err.message).body())
-        return Response(404, ApiError(404, "HTTPNotFound",
-                                      "The resource could not be found.").body())
+        return Response(404, not_found_path().body())
 
 
 def _handler_for(emulator: Emulator) -> type[BaseHTTPRequestHandler]:

@@ -129,10 +129,6 @@ class Simulation:
 
     # --- predicates -------------------------------------------------------------
 
-    @property
-    def failover_moves(self) -> int:
-        return self.failover.moves
-
     def can_report(self, agent: AgentRec) -> bool:
         """The agent's process runs and reaches the message bus (both ways)."""
         now = self.clock.monotonic()

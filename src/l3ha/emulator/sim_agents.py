@@ -82,10 +82,7 @@ class AgentLifecycle:
 
     def _requeue_all(self, agent: AgentRec) -> None:
         """Everything the agent ran is gone: its routers wait for a full resync."""
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
+        abandon_work(agent)
         for router in agent.routers.values():
             replica = router.bindings[agent.id]
             replica.processed = False
@@ -105,10 +102,7 @@ class AgentLifecycle:
             self.dhcp.killed(agent)
         agent.running = False
         agent.cut_off = False
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
+        abandon_work(agent)
         self.drop_stale(agent)
         self.sim.refresh_agent(agent)
 
@@ -145,10 +139,7 @@ class AgentLifecycle:
             self.dhcp.stopped(agent)
         agent.stopped = True
         agent.cut_off = True  # it resyncs when it starts
-        agent.generation += 1
-        agent.inflight.clear()
-        agent.queue.clear()
-        agent.sync_queue.clear()
+        abandon_work(agent)
 
     def start_agent(self, agent: AgentRec) -> None:
         """The stopped agent process starts: it reports (a new started_at) and does a full
@@ -204,3 +195,12 @@ class AgentLifecycle:
 
     def slow_agent(self, agent: AgentRec, factor: float) -> None:
         agent.slow_factor = factor
+
+
+def abandon_work(agent: AgentRec) -> None:
+    """Drop the agent's queued and in-flight routers (a new generation: late completions
+    are void)."""
+    agent.generation += 1
+    agent.inflight.clear()
+    agent.queue.clear()
+    agent.sync_queue.clear()

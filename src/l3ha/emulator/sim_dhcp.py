@@ -143,7 +143,6 @@ class DhcpSimulation:
         """``setup_dhcp_port``: its own port, else the reserved one, else a new one."""
         network, agent = binding.network, binding.agent
         port = self.tables.port_of(network, agent.host)
-        now = self.sim.clock.wall()
         if port is None:
             port = self.tables.reserved_port(network)
             if port is not None:
@@ -151,17 +150,8 @@ class DhcpSimulation:
                 port.device_id = dhcp_device_id(network.id, agent.host)
                 port.host = agent.host
         if port is None:
-            count = self.tables.network_ports(network.id)
-            port = DhcpPortRec(
-                self.world.new_id(),
-                self.world.new_mac(),
-                network,
-                f"{network.cidr_base}.{2 + count}",
-                dhcp_device_id(network.id, agent.host),
-                agent.host,
-                now,
-            )
-            self.tables.add_port(port)
+            ip = f"{network.cidr_base}.{2 + self.tables.network_ports(network.id)}"
+            port = self.world.add_dhcp_port(network, ip, agent.host, self.sim.clock.wall())
         status = "ACTIVE" if ready else "BUILD"
         if port.status != status:
             self._touch(port)
@@ -205,24 +195,28 @@ class DhcpSimulation:
 
     def killed(self, agent: AgentRec) -> None:
         """The node died: dnsmasq and the agent's cache are gone; ports stay as they were."""
-        work = self._work(agent)
-        work.generation += 1
-        work.inflight.clear()
-        work.queue.clear()
-        work.sync_queue.clear()
+        work = self._abandon(agent)
         work.serving.clear()
         work.stale.clear()
-        for binding in self.tables.networks_of(agent).values():
-            binding.processed = False
+        self._unprocess(agent)
 
     def stopped(self, agent: AgentRec) -> None:
         """The agent process stopped (an upgrade): work in progress is lost (set up again at
         its resync); the networks it set up keep being served by their dnsmasq."""
+        self._abandon(agent)
+
+    def _abandon(self, agent: AgentRec) -> DhcpAgentWork:
+        """Drop the queued and in-flight work (a new generation: late completions are void)."""
         work = self._work(agent)
         work.generation += 1
         work.inflight.clear()
         work.queue.clear()
         work.sync_queue.clear()
+        return work
+
+    def _unprocess(self, agent: AgentRec) -> None:
+        for binding in self.tables.networks_of(agent).values():
+            binding.processed = False
 
     def resync(self, agent: AgentRec) -> None:
         """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
@@ -238,15 +232,7 @@ class DhcpSimulation:
         for net_id in list(work.stale):
             network = self.world.networks.get(net_id)
             if network is not None:
-                reserved = next(
-                    (
-                        p
-                        for p in self.tables.ports_by_network.get(net_id, [])
-                        if p.device_id == RESERVED_DEVICE_ID and p.host == agent.host
-                    ),
-                    None,
-                )
-                self._disable(agent, network, reserved)
+                self._disable(agent, network, self.tables.reserved_port(network, agent.host))
         work.stale.clear()
         waiting = {*work.queue, *work.sync_queue, *work.inflight}
         for net_id, binding in self.tables.networks_of(agent).items():
@@ -255,17 +241,12 @@ class DhcpSimulation:
         self._pump(agent)
 
     def _disable_all(self, agent: AgentRec) -> None:
-        work = self._work(agent)
-        work.generation += 1
-        work.inflight.clear()
-        work.queue.clear()
-        work.sync_queue.clear()
+        work = self._abandon(agent)
         for net_id in list(work.serving | work.stale):
             network = self.world.networks.get(net_id)
             if network is not None:
                 self._disable(agent, network, self.tables.port_of(network, agent.host))
-        for binding in self.tables.networks_of(agent).values():
-            binding.processed = False
+        self._unprocess(agent)
 
     def admin_changed(self, agent: AgentRec) -> None:
         """``agent_updated``: the agent resyncs (a disabled one disables every network)."""

@@ -35,6 +35,7 @@ class NeutronDhcpFailover(PeriodicCheck):
     """The periodic DHCP check; counters say what it did."""
 
     loop_name = "neutron-dhcp-failover"
+    counter_names = ("passes", "removed", "moves", "skipped", "waits")
 
     def __init__(self, sim: SimCore, dhcp: DhcpSimulation) -> None:
         super().__init__(sim)
@@ -42,15 +43,6 @@ class NeutronDhcpFailover(PeriodicCheck):
         self.removed = 0
         self.moves = 0
         self.skipped = 0
-
-    def counters(self) -> dict[str, int]:
-        return {
-            "passes": self.passes,
-            "removed": self.removed,
-            "moves": self.moves,
-            "skipped": self.skipped,
-            "waits": self.waits,
-        }
 
     def _pass(self, started: float, wall: datetime, limit: float, again: bool) -> None:
         agents = self.dhcp.agents()

@@ -46,6 +46,7 @@ class NeutronFailover(PeriodicCheck):
     """The periodic rescheduler; counters say what it did."""
 
     loop_name = "neutron-failover"
+    counter_names = ("passes", "moves", "failed", "timed_out", "aborted", "waits")
 
     def __init__(self, sim: SimCore) -> None:
         super().__init__(sim)
@@ -53,10 +54,6 @@ class NeutronFailover(PeriodicCheck):
         self.failed = 0
         self.timed_out = 0
         self.aborted = 0
-
-    def counters(self) -> dict[str, int]:
-        return {"passes": self.passes, "moves": self.moves, "failed": self.failed,
-                "timed_out": self.timed_out, "aborted": self.aborted, "waits": self.waits}
 
     def _pass(self, started: float, wall: datetime, limit: float, again: bool) -> None:
         cutoff = wall - timedelta(seconds=limit)

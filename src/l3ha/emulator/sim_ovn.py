@@ -128,13 +128,13 @@ class OvnSimulation:
         self.ovn.ping(self.sim.clock.monotonic(), self.sim.clock.wall().timestamp())
 
     def _step(self) -> None:
-        now = self.sim.clock.monotonic()
-        for gateway in self.ovn.gateways.values():
-            self.ovn.rebind(gateway, now, None)
-        self.refresh()
-        self.sim.schedule(now + STEP_SECONDS, self._step)  # a safety net: wakeups are exact
+        self._wake()
+        # a safety net: wakeups are exact
+        self.sim.schedule(self.sim.clock.monotonic() + STEP_SECONDS, self._step)
 
     def _wake(self) -> None:
+        """Rebind every gateway whose target changed (a crash seen by BFD, a chassis that
+        returned), then ``refresh``."""
         now = self.sim.clock.monotonic()
         for gateway in self.ovn.gateways.values():
             self.ovn.rebind(gateway, now, None)

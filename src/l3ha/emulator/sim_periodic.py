@@ -29,6 +29,7 @@ class PeriodicCheck:
     """The looping call of one of Neutron's periodic checks (see the module docstring)."""
 
     loop_name: ClassVar[str]  # seeds the initial delay
+    counter_names: ClassVar[tuple[str, ...]]  # what ``counters`` reports, in order
 
     def __init__(self, sim: SimCore) -> None:
         self.sim = sim
@@ -37,6 +38,9 @@ class PeriodicCheck:
         self.passes = 0
         self.waits = 0
         self.pass_starts: list[float] = []
+
+    def counters(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.counter_names}
 
     @property
     def interval(self) -> float:

@@ -13,7 +13,7 @@ import random
 import threading
 from datetime import datetime
 
-from l3ha.emulator.dhcp_world import DhcpTables
+from l3ha.emulator.dhcp_world import DhcpPortRec, DhcpTables, dhcp_device_id
 from l3ha.emulator.records import (
     DHCP_AGENT,
     OWNER_HA_INTERFACE,
@@ -113,6 +113,13 @@ class World:
         self.ports[port.id] = port
         if owner != OWNER_HA_INTERFACE:
             router.ports.append(port)
+        return port
+
+    def add_dhcp_port(self, network: NetworkRec, ip: str, host: str, now: datetime) -> DhcpPortRec:
+        """A new DHCP port of the DHCP agent on ``host`` (its device id) on ``network``."""
+        device_id = dhcp_device_id(network.id, host)
+        port = DhcpPortRec(self.new_id(), self.new_mac(), network, ip, device_id, host, now)
+        self.dhcp.add_port(port)
         return port
 
     def add_fip(self, router: RouterRec, fixed: str, now: datetime) -> FipRec:

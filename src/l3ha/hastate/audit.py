@@ -79,6 +79,11 @@ def worst_severity(findings: list[Finding]) -> Severity:
     return max((f.severity for f in findings), default=Severity.OK)
 
 
+def _finding(router: Router, kind: FindingKind, detail: str, agents: list[Agent]) -> Finding:
+    """A finding about ``router`` that concerns ``agents``."""
+    return Finding(router.id, kind, detail, tuple(a.id for a in agents))
+
+
 def _audit_router(
     snapshot: Snapshot, router: Router, replicas: int, usable_az_count: int
 ) -> list[Finding]:
@@ -88,87 +93,39 @@ def _audit_router(
     findings = _state_findings(router, hosted)
     for _, agent in hosted:
         if not agent.alive:
-            findings.append(
-                Finding(
-                    router.id,
-                    FindingKind.REPLICA_ON_DEAD_AGENT,
-                    f"replica on dead agent {agent.host}",
-                    (agent.id,),
-                )
-            )
+            detail = f"replica on dead agent {agent.host}"
+            findings.append(_finding(router, FindingKind.REPLICA_ON_DEAD_AGENT, detail, [agent]))
         elif not agent.admin_state_up:
-            findings.append(
-                Finding(
-                    router.id,
-                    FindingKind.REPLICA_ON_DISABLED_AGENT,
-                    f"replica on disabled agent {agent.host}",
-                    (agent.id,),
-                )
-            )
+            detail = f"replica on disabled agent {agent.host}"
+            kind = FindingKind.REPLICA_ON_DISABLED_AGENT
+            findings.append(_finding(router, kind, detail, [agent]))
     live = [a for _, a in hosted if a.usable]
     if len(live) < replicas:
-        findings.append(
-            Finding(
-                router.id,
-                FindingKind.TOO_FEW_REPLICAS,
-                f"{len(live)} live replica(s), want {replicas}",
-                tuple(a.id for a in live),
-            )
-        )
+        detail = f"{len(live)} live replica(s), want {replicas}"
+        findings.append(_finding(router, FindingKind.TOO_FEW_REPLICAS, detail, live))
     live_azs = {a.availability_zone for a in live}
     if len(live) > 1 and len(live_azs) == 1 and usable_az_count > 1:
-        findings.append(
-            Finding(
-                router.id,
-                FindingKind.AZ_CROWDED,
-                f"all {len(live)} live replicas in AZ {next(iter(live_azs))}",
-                tuple(a.id for a in live),
-            )
-        )
+        detail = f"all {len(live)} live replicas in AZ {next(iter(live_azs))}"
+        findings.append(_finding(router, FindingKind.AZ_CROWDED, detail, live))
     return findings
 
 
 def _state_findings(router: Router, hosted: list[tuple[Binding, Agent]]) -> list[Finding]:
     if not hosted:
         return [Finding(router.id, FindingKind.NO_ACTIVE, "no agent hosts this HA router")]
+    agents = [a for _, a in hosted]
     active = [a for b, a in hosted if b.ha_state == HAState.ACTIVE]
     if len(active) >= 2:
         hosts = ", ".join(sorted(a.host for a in active))
-        return [
-            Finding(
-                router.id,
-                FindingKind.SPLIT_BRAIN,
-                f"active on {hosts}",
-                tuple(a.id for a in active),
-            )
-        ]
-    if not any(a.alive for _, a in hosted):
-        return [
-            Finding(
-                router.id,
-                FindingKind.UNKNOWN,
-                "every hosting agent is dead: state unknown",
-                tuple(a.id for _, a in hosted),
-            )
-        ]
+        return [_finding(router, FindingKind.SPLIT_BRAIN, f"active on {hosts}", active)]
+    if not any(a.alive for a in agents):
+        detail = "every hosting agent is dead: state unknown"
+        return [_finding(router, FindingKind.UNKNOWN, detail, agents)]
     unknown = [a for b, a in hosted if b.ha_state == HAState.UNKNOWN]
     if unknown:
         hosts = ", ".join(sorted(a.host for a in unknown))
-        return [
-            Finding(
-                router.id,
-                FindingKind.UNKNOWN,
-                f"replica state unknown on {hosts}",
-                tuple(a.id for a in unknown),
-            )
-        ]
+        detail = f"replica state unknown on {hosts}"
+        return [_finding(router, FindingKind.UNKNOWN, detail, unknown)]
     if not active:
-        return [
-            Finding(
-                router.id,
-                FindingKind.NO_ACTIVE,
-                "no replica is active",
-                tuple(a.id for _, a in hosted),
-            )
-        ]
+        return [_finding(router, FindingKind.NO_ACTIVE, "no replica is active", agents)]
     return []

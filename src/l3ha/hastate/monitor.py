@@ -52,11 +52,6 @@ class MonitorConfig:
         return {"netns": self.netns, "device": self.device, "vip": str(self.vip)}
 
 
-def new_run_id() -> str:
-    """A random id for one monitor run, sent with every transition."""
-    return secrets.token_hex(8)
-
-
 class Monitor:
     """One running monitor; ``run`` blocks until ``stop`` is called.
 
@@ -77,7 +72,7 @@ class Monitor:
         self.server: TransitionServer | None = None
         self.hooks: HookRunner | None = None
         self.machine: VipStateMachine | None = None
-        self.run_id = new_run_id()
+        self.run_id = secrets.token_hex(8)  # random per start, sent with every transition
 
     def stop(self) -> None:
         """Ask ``run`` to return (safe from a signal handler or another thread)."""

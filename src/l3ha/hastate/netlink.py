@@ -91,13 +91,10 @@ class NetlinkDumper:
         self.marshal = MarshalRtnl()
         self._seq = 0
 
-    def next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
     def send_dump(self, msg_type: int, family: int) -> int:
         """Send a dump request; return its sequence number."""
-        seq = self.next_seq()
+        self._seq += 1
+        seq = self._seq
         msg: Any = ifaddrmsg() if msg_type == rtnl.RTM_GETADDR else ifinfmsg()
         msg["header"]["type"] = msg_type
         msg["header"]["flags"] = NLM_F_REQUEST | NLM_F_DUMP

@@ -55,11 +55,6 @@ class UnixPath:
             self._dir_fd = None
 
 
-def encode_line(document: dict[str, Any]) -> bytes:
-    """One JSON line."""
-    return (json.dumps(document, sort_keys=True) + "\n").encode()
-
-
 class _Client:
     """One connected consumer and the bytes not yet sent to it."""
 
@@ -200,7 +195,7 @@ class TransitionServer:
 
     def publish(self, document: dict[str, Any]) -> None:
         """Queue one transition for every client (never blocks); remember it as current."""
-        line = encode_line(document)
+        line = (json.dumps(document, sort_keys=True) + "\n").encode()
         waiting = False
         with self._lock:
             self._current = line

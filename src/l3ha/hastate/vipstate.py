@@ -21,7 +21,6 @@ from typing import Any
 
 from l3ha.errors import BadInputError
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 
@@ -30,11 +29,6 @@ class VipState(StrEnum):
 
     MASTER = "master"
     BACKUP = "backup"
-
-
-def state_of(present: bool) -> VipState:
-    """``master`` when the VIP is present, ``backup`` when it is not."""
-    return VipState.MASTER if present else VipState.BACKUP
 
 
 @dataclass(frozen=True)
@@ -134,7 +128,7 @@ class VipStateMachine:
 
     def observe(self, present: bool, monotonic: float, wall: datetime) -> Transition | None:
         """Apply one observation; return the new transition or None when nothing changed."""
-        state = state_of(present)
+        state = VipState.MASTER if present else VipState.BACKUP
         previous = self._current.state if self._current else None
         if previous is state:
             return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -146,20 +146,13 @@ class TargetTracker:
         if self._open is None:
             self._open = Outage(self.target, sample.start, sample.wall, None, 1, sample.error)
             return Transition(self.target, Change.DOWN, sample.start, sample.wall, sample.error)
-        self._open = _with_failure(self._open)
+        self._open = replace(self._open, failed_samples=self._open.failed_samples + 1)
         return None
 
     def _close(self, sample: Sample) -> Transition | None:
         if self._open is None:
             return None
-        outage = Outage(
-            self.target,
-            self._open.start,
-            self._open.wall,
-            sample.start,
-            self._open.failed_samples,
-            self._open.reason,
-        )
+        outage = replace(self._open, end=sample.start)
         self.outages.append(outage)
         self._open = None
         downtime = sample.start - outage.start
@@ -191,12 +184,6 @@ class TargetTracker:
             "latency_ms": latency_block(self.latencies),
             "outages": [outage_json(o, origin, until) for o in outages],
         }
-
-
-def _with_failure(outage: Outage) -> Outage:
-    return Outage(
-        outage.target, outage.start, outage.wall, None, outage.failed_samples + 1, outage.reason
-    )
 
 
 def outage_json(outage: Outage, origin: float, until: float) -> dict[str, Any]:

@@ -278,9 +278,7 @@ class IcmpEngine:
         while True:
             try:
                 data, peer = sock.recvfrom(65535)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
+            except OSError:  # drained (BlockingIOError) or a socket error
                 return
             self._dispatch(family, raw, data, peer[0])
 
