@@ -109,6 +109,14 @@ class DhcpAgentWork:
         self.reported = {"networks": 0, "subnets": 0, "ports": 0}
         self.load = 0
 
+    def abandon(self) -> DhcpAgentWork:
+        """Drop the queued and in-flight work (a new generation: late completions are void)."""
+        self.generation += 1
+        self.inflight.clear()
+        self.queue.clear()
+        self.sync_queue.clear()
+        return self
+
 
 class DhcpTables:
     """Every DHCP binding and port, indexed both ways."""
@@ -154,6 +162,11 @@ class DhcpTables:
 
     def networks_of(self, agent: AgentRec) -> dict[str, DhcpBinding]:
         return self.by_agent.get(agent.id, {})
+
+    def unprocess(self, agent: AgentRec) -> None:
+        """The agent's cache is gone: none of its networks is set up any more."""
+        for binding in self.networks_of(agent).values():
+            binding.processed = False
 
     # --- bindings -----------------------------------------------------------------
 

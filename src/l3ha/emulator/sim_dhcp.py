@@ -195,28 +195,15 @@ class DhcpSimulation:
 
     def killed(self, agent: AgentRec) -> None:
         """The node died: dnsmasq and the agent's cache are gone; ports stay as they were."""
-        work = self._abandon(agent)
+        work = self._work(agent).abandon()
         work.serving.clear()
         work.stale.clear()
-        self._unprocess(agent)
+        self.tables.unprocess(agent)
 
     def stopped(self, agent: AgentRec) -> None:
         """The agent process stopped (an upgrade): work in progress is lost (set up again at
         its resync); the networks it set up keep being served by their dnsmasq."""
-        self._abandon(agent)
-
-    def _abandon(self, agent: AgentRec) -> DhcpAgentWork:
-        """Drop the queued and in-flight work (a new generation: late completions are void)."""
-        work = self._work(agent)
-        work.generation += 1
-        work.inflight.clear()
-        work.queue.clear()
-        work.sync_queue.clear()
-        return work
-
-    def _unprocess(self, agent: AgentRec) -> None:
-        for binding in self.tables.networks_of(agent).values():
-            binding.processed = False
+        self._work(agent).abandon()
 
     def resync(self, agent: AgentRec) -> None:
         """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
@@ -241,12 +228,12 @@ class DhcpSimulation:
         self._pump(agent)
 
     def _disable_all(self, agent: AgentRec) -> None:
-        work = self._abandon(agent)
+        work = self._work(agent).abandon()
         for net_id in list(work.serving | work.stale):
             network = self.world.networks.get(net_id)
             if network is not None:
                 self._disable(agent, network, self.tables.port_of(network, agent.host))
-        self._unprocess(agent)
+        self.tables.unprocess(agent)
 
     def admin_changed(self, agent: AgentRec) -> None:
         """``agent_updated``: the agent resyncs (a disabled one disables every network)."""
