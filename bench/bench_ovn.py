@@ -50,6 +50,7 @@ from l3ha.lab.stack.spec import CLOUD_NAME
 WATCH_S = 14.0
 MOVES_WATCH_S = 45.0  # a rebalance or drain of 90 routers, and their pings after
 DEAD_TIMEOUT_S = 120.0
+AFTER_BURST_S = 600.0  # a 100-router skew left one chassis read dead for over 120 s
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -150,6 +151,17 @@ class Bench:
         for host in self.stack.spec.hosts:
             self.wait_alive(host, True)
 
+    def alive_after(self, timeout: float) -> str:
+        """Wait (up to ``timeout``) until the API reads every chassis alive; what it read."""
+        began = time.monotonic()
+        dead: list[str] = []
+        while time.monotonic() - began < timeout:
+            dead = sorted(a["host"] for a in self.stack.api.agents(AGENT_TYPE) if not a["alive"])
+            if not dead:
+                return f"the API read every chassis alive {time.monotonic() - began:.0f} s later"
+            time.sleep(2.0)
+        return f"the API still read {', '.join(dead)} dead {timeout:.0f} s later: drained anyway"
+
     def row(self, what: str, figure: str) -> None:
         self.rows.append((what, figure))
         print(f"bench_ovn: {what}: {figure}", flush=True)
@@ -216,11 +228,11 @@ class Bench:
             time.sleep(1.0)
         skewed = sum(1 for h in self.primaries().values() if h == host)
         took = time.monotonic() - began
+        alive = self.alive_after(AFTER_BURST_S)  # Neutron's agent cache lags after a burst
         self.row(f"skew by hand onto {host}",
-                 f"{skewed} primaries in {took:.1f} s; {self.spread()}")  # fmt: skip
+                 f"{skewed} primaries in {took:.1f} s; {self.spread()}; {alive}")  # fmt: skip
         result: list[tuple[int, Any, float]] = []
         names = [r["name"] for r in self.stack.routers]
-        self.all_alive()
         silent = self.silences(
             names, lambda: result.append(self.l3ha("drain", host)), self.args.watch
         )

@@ -57,7 +57,9 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         help="network nodes, 1-8 (with --ovn: gateway chassis, default 3)",
     )
-    up.add_argument("--routers", type=_non_negative_int, required=True, help="routers, 0-90")
+    up.add_argument(
+        "--routers", type=_non_negative_int, required=True, help="routers, 0-90 (with --ovn 0-255)"
+    )
     up.add_argument(
         "--ha-routers",
         type=_non_negative_int,
