@@ -41,6 +41,7 @@ import pytest
 
 from l3ha.cli.main import main
 from l3ha.errors import BadInputError
+from l3ha.health import HealthPolicy
 from l3ha.journal import Journal
 from l3ha.lab.netns import list_namespaces
 from l3ha.lab.stack.ovnspec import (
@@ -298,9 +299,13 @@ def test_a_southbound_outage_does_not_silence_the_gateways(stack: OvnStack) -> N
     assert silent < FAILOVER_LIMIT_S
     # Once the southbound is back Neutron may re-prioritise groups (docs/ovn.md: it demotes
     # a chassis), a graceful move of about 1 s per router: every gateway answers again soon.
+    # Its reaction comes 5-15 s after the return: look past it (one answering look right
+    # after the outage was seen to pass just before Neutron moved a router).
     began = time.monotonic()
     wanted = [r["gateway_ip"] for r in stack.routers]
-    while stack.answering() != wanted and time.monotonic() - began < 30:
+    while time.monotonic() - began < 45:
+        if time.monotonic() - began > NEUTRON_REACTS_S and stack.answering() == wanted:
+            break
         time.sleep(0.5)
     report(f"every gateway answering {time.monotonic() - began:.1f} s after the outage")
     answering_all(stack)
@@ -622,7 +627,24 @@ def test_rolling_over_a_gateway_node_keeps_every_router_answering(
 # --- ``l3ha watch --auto-rebalance`` through a southbound restart (issue 19) -------------
 NEUTRON_REACTS_S = 20.0  # Neutron re-handles every chassis 5-15 s after the southbound returns
 REBALANCE_TIMEOUT_S = 120.0  # the watch's grace (30 s + 0.5 s a router) and its moves
-GRACE_LEFT_S = 40.0  # past the grace, counted from NEUTRON_REACTS_S after the return
+GRACE_LEFT_S = 45.0  # past the grace, counted from the gates' resumption
+GRACE_BASE_S = HealthPolicy().restart_grace_base  # plus 0.5 s a router: a lower bound
+
+
+def at(event: dict[str, Any]) -> float:
+    """An event's time stamp, as a wall time."""
+    return datetime.fromisoformat(str(event["ts"])).timestamp()
+
+
+def moves_while_halted(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The watch's moves logged between a ``halt`` and the next ``resumed``."""
+    halted, found = False, []
+    for event in events:
+        if event["event"] in ("halt", "resumed"):
+            halted = event["event"] == "halt"
+        elif event["event"] == "move" and halted and event["outcome"] != "skipped":
+            found.append(event)
+    return found
 
 
 def demoted(stack: OvnStack) -> list[str]:
@@ -651,13 +673,12 @@ def test_watch_halts_through_a_southbound_restart_then_auto_rebalances_once(
     with watching(stack, state, "--auto-rebalance") as watch:
         fault(stack, "sb-outage", "30")  # longer than dead_after: every chassis goes silent
         halt = watch.wait_event("halt", timeout=5)
-        watch.wait_event("resumed", timeout=DEAD_TIMEOUT_S)
-        assert watch.events("action") == [] and moves_of(watch) == [], watch.tail()
-        time.sleep(NEUTRON_REACTS_S)
+        resumed = watch.wait_event("resumed", timeout=DEAD_TIMEOUT_S)
+        # Neutron reacts 5-15 s after the return; the gates hold l3ha longer (one
+        # agent_down_time after a broad outage): what Neutron left, before l3ha's grace ends.
         left, left_groups, down = primaries_per_host(stack), groups(stack), demoted(stack)
         saw = (f"Neutron demoted {down} to 0 in every group" if down else
                "Neutron demoted no chassis on this run") + f": primaries {left}"  # fmt: skip
-        assert moves_of(watch) == [], f"moved within the grace; {saw}: {watch.tail()}"
 
         def balanced_after_grace() -> None:
             """Until the primaries are even and l3ha's moves (if any) have stopped, or the
@@ -673,6 +694,7 @@ def test_watch_halts_through_a_southbound_restart_then_auto_rebalances_once(
 
         addresses = [r["gateway_ip"] for r in stack.routers]
         silent = longest_silences(addresses, REBALANCE_TIMEOUT_S + 10, balanced_after_grace, 3.0)
+        events = watch.events()
         assert watch.terminate() == 0
     per_op = moves_per_router(state, ("ovn-rebalance",))
     moved = {r for counts in per_op for r in counts}
@@ -680,6 +702,11 @@ def test_watch_halts_through_a_southbound_restart_then_auto_rebalances_once(
     report(f"watch --auto-rebalance, southbound down 30 s: {halt['reason']}; {saw}, groups "
            f"{left_groups}; before {before}; l3ha moved {len(moved)} once the grace passed: "
            f"primaries {primaries_per_host(stack)}, silence {by_name(stack, silent)}")  # fmt: skip
+    assert moves_while_halted(events) == [], (saw, watch.tail())
+    returns = [e for e in events if e["event"] == "verdict" and e.get("was") == "dead"]
+    back = max((at(e) for e in returns if e.get("verdict") == "alive"), default=at(halt))
+    early = [e for e in moves_of(watch) if at(e) < max(back + GRACE_BASE_S, at(resumed))]
+    assert early == [], f"moved within the grace; {saw}"
     assert sum(sum(c.values()) for c in per_op) == len(moved), (saw, per_op)  # once each
     assert plan["counts"].get("planned", 0) == 0, (saw, plan)  # balanced by l3ha's weights
     assert_moves_graceful(stack, moved, silent)
