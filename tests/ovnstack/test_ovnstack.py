@@ -108,6 +108,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OvnStack]:
     assert leftovers(directory) == []
 
 
+@pytest.fixture(autouse=True)
+def every_chassis_running_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that failed with a chassis killed revives it: the tests after it share the
+    stack (one run had three more fail waiting for a chassis no one revived)."""
+    yield
+    if "stack" in request.fixturenames:
+        stack: OvnStack = request.getfixturevalue("stack")
+        for host in stack.spec.hosts:
+            if f"{host}/controller" not in stack.state.pids:
+                fault(stack, "revive-node", host)
+
+
 def fault(stack: OvnStack, *args: str) -> None:
     """A fault through the CLI, as an operator rehearses."""
     assert main(["lab", "stack", "fault", *args, "--dir", str(stack.layout.root)]) == 0
@@ -146,6 +158,18 @@ def wait_alive(stack: OvnStack, host: str, alive: bool, timeout: float) -> float
             return time.monotonic() - began
         time.sleep(1.0)
     raise AssertionError(f"{host} not read alive={alive} within {timeout} s")
+
+
+def wait_only_dead(stack: OvnStack, victim: str) -> float:
+    """Seconds until the API reads ``victim`` dead and another chassis alive: right after a
+    crash Neutron's agent cache was seen to read every chassis dead at once."""
+    began = time.monotonic()
+    while time.monotonic() - began < DEAD_TIMEOUT_S:
+        agents = {a["host"]: a["alive"] for a in stack.api.agents(AGENT_TYPE)}
+        if agents.get(victim) is False and any(agents.values()):
+            return time.monotonic() - began
+        time.sleep(1.0)
+    raise AssertionError(f"{victim} not read dead alone within {DEAD_TIMEOUT_S} s")
 
 
 def groups(stack: OvnStack) -> dict[str, list[tuple[str, int, bool]]]:
@@ -201,6 +225,7 @@ def test_gateway_fails_over_by_bfd_and_pre_empts_back(stack: OvnStack) -> None:
 def test_l3ha_lists_the_real_chassis_alive_in_priority_order(
     stack: OvnStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    all_alive(stack)  # Neutron's agent cache lags after the failover and the return
     code, rows, err = l3ha(stack, capsys, "agent", "list")
     assert code == 0, err
     assert [(r["host"], r["alive"]) for r in rows] == [(h, True) for h in stack.spec.hosts]
@@ -228,8 +253,8 @@ def test_an_evacuated_chassis_does_not_fail_back_when_it_returns(
     router = stack.routers[0]
     victim = stack.primary(router)
     fault(stack, "kill-node", victim)
-    dead_after = wait_alive(stack, victim, False, DEAD_TIMEOUT_S)
-    report(f"kill {victim}: the API reads it dead after {dead_after:.1f} s")
+    dead_after = wait_only_dead(stack, victim)
+    report(f"kill {victim}: the API reads it dead (and another alive) after {dead_after:.1f} s")
     code, doc, _ = l3ha(stack, capsys, "check")
     assert code == 1 and "failback_pending" in problem_kinds(doc), doc
     code, _, err = l3ha(stack, capsys, "evacuate", victim, "--state-dir", str(tmp_path))
