@@ -57,7 +57,9 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         help="network nodes, 1-8 (with --ovn: gateway chassis, default 3)",
     )
-    up.add_argument("--routers", type=_non_negative_int, required=True, help="routers, 0-90")
+    up.add_argument(
+        "--routers", type=_non_negative_int, required=True, help="routers, 0-90 (with --ovn 0-255)"
+    )
     up.add_argument(
         "--ha-routers",
         type=_non_negative_int,
@@ -115,7 +117,10 @@ def register(subparsers: Any) -> None:
     sb_outage.set_defaults(func=sb_outage_command)
     for verb, text in (
         ("kill-node", "the node dies: its links cut, its agents and Open vSwitch killed (-9)"),
-        ("restart-agents", "stop the node's agents (SIGTERM) and start them again"),
+        (
+            "restart-agents",
+            "stop the node's agents (SIGTERM; on OVN its ovn-controller) and start them again",
+        ),
         ("revive-node", "the node boots again: Open vSwitch and agents started, links back"),
     ):
         parser = fault.add_parser(verb, help=text, description=text)
@@ -215,7 +220,6 @@ def _ovn_up(args: argparse.Namespace) -> int:
 
 
 def _ovn_node_fault(args: argparse.Namespace) -> int:
-    from l3ha.errors import BadInputError
     from l3ha.lab.stack.ovnstack import open_ovn_stack
 
     stack = open_ovn_stack(Path(args.dir))
@@ -224,7 +228,7 @@ def _ovn_node_fault(args: argparse.Namespace) -> int:
     elif args.verb == "revive-node":
         stack.revive_node(args.host)
     else:
-        raise BadInputError(f"{args.verb} is not a fault of an OVN stack (kill-node, revive-node)")
+        stack.restart_agents(args.host, with_ovs=args.with_ovs)
     sys.stdout.write(f"{args.host}: {args.verb} done\n")
     return 0
 

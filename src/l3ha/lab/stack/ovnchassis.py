@@ -7,6 +7,9 @@ underlay veth sits on ``br-ul``, whose internal port carries the chassis'
 geneve address (userspace tunnels leave through an OVS bridge), the external
 veth on ``br-ex`` (``physnet1``). Killing a chassis takes both its veths off
 the fabric and SIGKILLs its daemons; reviving starts them on the same files.
+Restarting its agents (an upgrade) stops ovn-controller with SIGTERM (its
+chassis stays in the southbound) and, with Open vSwitch, its ovsdb-server and
+ovs-vswitchd too, then starts them again; the links stay up.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from l3ha.lab.stack.ovnspec import (
     fabric_ports,
     underlay_ip,
 )
-from l3ha.lab.stack.processes import StateFile, kill_now, spawn, wait_for
+from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_groups, wait_for
 from l3ha.lab.stack.vswitch import Ovs
 
 CLIENT_CIDR = "169.254.96.1/20"
@@ -124,6 +127,17 @@ class Chassis:
         kill_now([self.state.pids[role] for role in roles if role in self.state.pids])
         for role in roles:
             self.state.forget(role)
+
+    def restart(self, with_ovs: bool) -> None:
+        """ovn-controller (and with ``with_ovs`` Open vSwitch) stopped gracefully and started
+        again on the same files, as a package upgrade would."""
+        names = ("controller", "vswitchd", "ovsdb") if with_ovs else ("controller",)
+        pids = [self.state.forget(f"{self.host}/{name}") for name in names]
+        stop_groups([pid for pid in pids if pid is not None], grace=10)
+        if with_ovs:
+            self.ovs.start()
+            self.address_underlay()
+        self.start_controller()
 
     def revive(self, fab: Ovs) -> None:
         """Daemons started on the same files, geneve address back, links back."""

@@ -6,8 +6,9 @@ namespace ``l3ov-gwK``; namespace ``l3ov-fab`` holds the fabric's two switches
 (``ul0``, the geneve underlay, 169.254.200.0/24 with chassis ``k`` at .K; and
 ``ext0``, the flat external network on ``physnet1``); the client namespace
 ``l3ov-client`` sits on the external network at 169.254.96.1/20. Router ``k``
-has its gateway on the external network and a geneve tenant network
-169.254.K.0/24.
+has its gateway on the external network and a geneve tenant network, the
+``k``-th /28 of 169.254.112.0/20 (above the external network; no namespace
+holds it, the client only reaches gateway addresses): up to 255 routers.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ EXTERNAL_SWITCH = "ext0"
 UNDERLAY_BRIDGE = "br-ul"
 EXTERNAL_BRIDGE = "br-ex"
 MAX_CHASSIS = 8
-MAX_OVN_ROUTERS = 90
+MAX_OVN_ROUTERS = 255
+TENANT_BLOCK = (112, 16)  # 169.254.112.0/20: 16 /28s in each of 16 /24s
 DEFAULT_CHASSIS = 3
 STACK_KIND = "ovn"
 AGENT_TYPE = "OVN Controller Gateway agent"
@@ -67,6 +69,19 @@ def check_chassis(spec: OvnSpec, host: str) -> str:
     if full not in spec.hosts:
         raise NotFoundError(f"no OVN stack chassis {host!r}; {candidates_text(spec.hosts)}")
     return full
+
+
+def ovn_tenant_cidr(index: int) -> str:
+    """Router ``index``'s tenant subnet: the ``index``-th /28 of 169.254.112.0/20."""
+    first, per_octet = TENANT_BLOCK
+    return f"169.254.{first + index // per_octet}.{index % per_octet * 16}/28"
+
+
+def ovn_tenant_router_ip(index: int) -> str:
+    """The router's address on its tenant subnet (the subnet's first)."""
+    network = ovn_tenant_cidr(index).split("/", 1)[0]
+    head, last = network.rsplit(".", 1)
+    return f"{head}.{int(last) + 1}"
 
 
 def underlay_ip(index: int) -> str:

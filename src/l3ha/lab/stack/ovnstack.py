@@ -101,6 +101,9 @@ class OvnStack:
     def revive_node(self, host: str) -> None:
         self.chassis(host).revive(ovn_fabric(self.state, self.layout.root))
 
+    def restart_agents(self, host: str, with_ovs: bool = False) -> None:
+        self.chassis(host).restart(with_ovs)
+
     def sb_outage(self, seconds: float) -> None:
         self.central.restart_sb(seconds)
 

@@ -1,31 +1,39 @@
 """The OVN stack's routers in Neutron, and what the client reaches. I/O: HTTP, ping.
 
 One flat external network on ``physnet1`` (169.254.96.0/20, the client at .1);
-per router a geneve tenant network 169.254.K.0/24 on its interface, and its
-gateway on the external network, which Neutron's OVN driver schedules over the
-gateway chassis (Gateway_Chassis rows, one priority per chassis).
+per router a geneve tenant network (a /28 of 169.254.112.0/20) on its interface,
+and its gateway on the external network, which Neutron's OVN driver schedules
+over the gateway chassis (Gateway_Chassis rows, one priority per chassis). The
+routers are created a few at a time (the API server is threaded).
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from l3ha.lab.stack.ovncentral import OVN_PHYSNET
-from l3ha.lab.stack.ovnspec import OVN_CLIENT_NS, OvnSpec
+from l3ha.lab.stack.ovnspec import (
+    OVN_CLIENT_NS,
+    OvnSpec,
+    ovn_tenant_cidr,
+    ovn_tenant_router_ip,
+)
 from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.spec import (
     EXTERNAL_CIDR,
     EXTERNAL_GATEWAY,
     EXTERNAL_POOL,
     router_name,
-    tenant_cidr,
-    tenant_router_ip,
 )
 from l3ha.lab.stack.topology import NeutronHttp, pings
+
+CREATE_WORKERS = 4  # routers created at once: a serial 90-router bring-up took 17 min
 
 
 def _external_network(api: NeutronHttp) -> str:
@@ -45,8 +53,8 @@ def _router(api: NeutronHttp, index: int, external_id: str) -> dict[str, Any]:
     """Router ``rINDEX`` with its tenant network and gateway; its name, id, gateway port and IP."""
     network = api.post("networks", {"network": {"name": f"l3ov-net{index}"}})["network"]
     subnet = api.post("subnets", {"subnet": {
-        "network_id": network["id"], "ip_version": 4, "cidr": tenant_cidr(index),
-        "gateway_ip": tenant_router_ip(index), "enable_dhcp": False,
+        "network_id": network["id"], "ip_version": 4, "cidr": ovn_tenant_cidr(index),
+        "gateway_ip": ovn_tenant_router_ip(index), "enable_dhcp": False,
     }})["subnet"]  # fmt: skip
     router = api.post("routers", {"router": {
         "name": router_name(index), "external_gateway_info": {"network_id": external_id},
@@ -64,7 +72,8 @@ def _router(api: NeutronHttp, index: int, external_id: str) -> dict[str, Any]:
 
 def create_ovn_topology(api: NeutronHttp, spec: OvnSpec) -> list[dict[str, Any]]:
     external_id = _external_network(api)
-    return [_router(api, k, external_id) for k in spec.router_indexes]
+    with ThreadPoolExecutor(max_workers=CREATE_WORKERS) as pool:
+        return list(pool.map(lambda k: _router(api, k, external_id), spec.router_indexes))
 
 
 def add_floating_ip(api: NeutronHttp, router: dict[str, Any]) -> str:
@@ -113,20 +122,31 @@ def longest_silence(address: str, seconds: float, action: Callable[[], None]) ->
 
 
 def longest_silences(
-    addresses: list[str], seconds: float, action: Callable[[], None]
+    addresses: list[str],
+    seconds: float,
+    action: Callable[[], None],
+    stop_after: float | None = None,
 ) -> dict[str, float]:
-    """``longest_silence`` of several addresses at once, each pinged by its own ``ping``."""
+    """``longest_silence`` of several addresses at once, each pinged by its own ``ping``.
+    With ``stop_after`` the pings stop that many seconds after ``action`` returns (``seconds``
+    then only bounds them): the window is as long as the action."""
     began = time.time()
     pings = {a: _start_ping(a, seconds) for a in addresses}
     try:
         action()
+        if stop_after is not None:
+            time.sleep(stop_after)
+            for ping in pings.values():
+                ping.send_signal(signal.SIGINT)  # ping prints what it has and exits
+        ended = min(time.time(), began + seconds)
         outs = {a: p.communicate(timeout=seconds + 30)[0] for a, p in pings.items()}
     finally:
         for ping in pings.values():
             if ping.poll() is None:
                 ping.kill()
                 ping.wait()
-    return {a: _longest_gap(out, began, seconds) for a, out in outs.items()}
+    end = began + seconds if stop_after is None else ended
+    return {a: _longest_gap(out, began, end) for a, out in outs.items()}
 
 
 def _start_ping(address: str, seconds: float) -> subprocess.Popen[str]:
@@ -135,8 +155,8 @@ def _start_ping(address: str, seconds: float) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def _longest_gap(out: str, began: float, seconds: float) -> float:
+def _longest_gap(out: str, began: float, end: float) -> float:
     answers = [float(line[1:].split("]", 1)[0]) for line in out.splitlines()
                if line.startswith("[") and "bytes from" in line]  # fmt: skip
-    marks = [began, *answers, began + seconds]
+    marks = [began, *answers, end]
     return max(later - earlier for earlier, later in itertools.pairwise(marks))
