@@ -173,12 +173,15 @@ def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
         return create_router(api, spec, index, external_id, agents[(index - 1) % len(agents)])
 
     # Legacy routers a thread per node (most of a router's calls wait on the servers: RPC
-    # to the agents, port binding); HA routers one by one after them (the first one makes
-    # the tenant's HA network, which concurrent ones would race to create).
+    # to the agents, port binding); HA routers one by one in a thread of their own beside
+    # them (the first one makes the tenant's HA network, which concurrent ones would race
+    # to create; legacy routers do not touch it).
     legacy = [k for k in spec.router_indexes if not spec.is_ha(k)]
-    with ThreadPoolExecutor(max_workers=len(agents)) as pool:
+    ha = [k for k in spec.router_indexes if spec.is_ha(k)]
+    with ThreadPoolExecutor(max_workers=len(agents) + 1) as pool:
+        ha_ids = pool.submit(lambda: {k: create(k) for k in ha})
         ids = dict(zip(legacy, pool.map(create, legacy), strict=True))
-    ids.update({k: create(k) for k in spec.router_indexes if spec.is_ha(k)})
+        ids.update(ha_ids.result())
     return {router_name(k): ids[k] for k in spec.router_indexes}
 
 
