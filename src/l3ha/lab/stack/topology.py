@@ -172,16 +172,18 @@ def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
     def create(index: int) -> str:
         return create_router(api, spec, index, external_id, agents[(index - 1) % len(agents)])
 
-    # Legacy routers a thread per node (most of a router's calls wait on the servers: RPC
-    # to the agents, port binding); HA routers one by one in a thread of their own beside
-    # them (the first one makes the tenant's HA network, which concurrent ones would race
-    # to create; legacy routers do not touch it).
+    # Legacy routers a thread per node, each making its node's routers in turn (most of a
+    # router's calls wait on the servers: RPC to the agents, port binding; two binds to one
+    # agent at once were seen to fail, HTTP 409 without detail). HA routers one by one
+    # after them: the first one makes the tenant's HA network, which concurrent ones would
+    # race to create, and Neutron's scheduler binds them to agents the legacy ones use.
     legacy = [k for k in spec.router_indexes if not spec.is_ha(k)]
-    ha = [k for k in spec.router_indexes if spec.is_ha(k)]
-    with ThreadPoolExecutor(max_workers=len(agents) + 1) as pool:
-        ha_ids = pool.submit(lambda: {k: create(k) for k in ha})
-        ids = dict(zip(legacy, pool.map(create, legacy), strict=True))
-        ids.update(ha_ids.result())
+    per_node = [legacy[i :: len(agents)] for i in range(len(agents))]
+    ids: dict[int, str] = {}
+    with ThreadPoolExecutor(max_workers=len(agents)) as pool:
+        for made in pool.map(lambda indexes: {k: create(k) for k in indexes}, per_node):
+            ids.update(made)
+    ids.update({k: create(k) for k in spec.router_indexes if spec.is_ha(k)})
     return {router_name(k): ids[k] for k in spec.router_indexes}
 
 
