@@ -212,8 +212,11 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     """Each phase in turn; its seconds are kept in the state file (``bring_up``)."""
     spec, layout, ports, python = stack.spec, stack.layout, stack.ports, stack.python
     timer = PhaseTimer(state)
+    # RabbitMQ starts while MariaDB is installed, the nodes while Neutron's servers start
+    # (the agents retry until the RPC server answers): each pair overlaps.
+    services.start_rabbit(layout, state, ports, wait=False)
     services.start_mariadb(layout, state, ports)
-    services.start_rabbit(layout, state, ports)
+    services.wait_for_rabbit(ports)
     timer.done("mariadb and rabbitmq")
     (layout.etc / "neutron.conf").write_text(neutron_conf(spec, layout, ports))
     (layout.etc / "ml2_conf.ini").write_text(ml2_conf())
@@ -227,6 +230,7 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     make_fabric(fab)
     for host in spec.hosts:
         Node(host, spec, layout, state, python).up(ports)
+    services.wait_for_api(ports)
     timer.done("servers and nodes started")
     wait_for_agents(stack.api, spec, AGENT_TIMEOUT_S)
     timer.done("agents alive")
