@@ -212,8 +212,9 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     """Each phase in turn; its seconds are kept in the state file (``bring_up``)."""
     spec, layout, ports, python = stack.spec, stack.layout, stack.ports, stack.python
     timer = PhaseTimer(state)
-    # RabbitMQ starts while MariaDB is installed, the nodes while Neutron's servers start
-    # (the agents retry until the RPC server answers): each pair overlaps.
+    # RabbitMQ starts while MariaDB is installed. (The nodes do not start before the API
+    # listens: agents started before the RPC server consumes lose their first report to
+    # a 60 s RPC timeout; every agent was alive only after 115 s.)
     services.start_rabbit(layout, state, ports, wait=False)
     services.start_mariadb(layout, state, ports)
     services.wait_for_rabbit(ports)
@@ -224,13 +225,13 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     services.migrate_database(python, layout)
     timer.done("neutron schema")
     services.start_servers(python, layout, state, ports)
+    services.wait_for_api(ports)
     if spec.neutron_failover:
         services.start_periodic(python, layout, state)
     fab = fabric(state, layout.root)
     make_fabric(fab)
     for host in spec.hosts:
         Node(host, spec, layout, state, python).up(ports)
-    services.wait_for_api(ports)
     timer.done("servers and nodes started")
     wait_for_agents(stack.api, spec, AGENT_TIMEOUT_S)
     timer.done("agents alive")
