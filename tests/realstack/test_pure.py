@@ -13,6 +13,7 @@ from l3ha.errors import BadInputError, NotFoundError
 from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, neutron_conf
 from l3ha.lab.stack.dhcp_probe import HEADER, MAGIC, Offer, discover_packet, parse_offer
 from l3ha.lab.stack.reach import Reach, dark_windows, parse_replies
+from l3ha.lab.stack.scenario import log_line, watch_resumed
 from l3ha.lab.stack.spec import Ports, StackSpec, check_host, clouds_yaml, owns_namespace
 
 
@@ -127,3 +128,25 @@ def test_dhcp_agents_suffix_their_namespaces_with_the_host() -> None:
     ini = dhcp_agent_ini(StackSpec(nodes=2, routers=1, dhcp=True), layout, "l3rs-n2", "sudo")
     assert "test_namespace_suffix = @l3rs-n2\n" in ini
     assert "interface_driver = openvswitch\n" in ini
+
+
+WATCH_LOG = """\
+2026-12-02T04:09:38.340Z INFO verdict agent=l3rs-n1 agent_id=7 verdict=alive was=observing
+2026-12-02T04:09:38.340Z INFO verdict agent=l3rs-n2 agent_id=8 verdict=alive was=observing
+2026-12-02T04:09:51.584Z WARNING verdict agent=l3rs-n1 agent_id=7 verdict=suspect was=alive
+2026-12-02T04:09:51.584Z WARNING halt reason=control_plane_suspect message="2 of 2 agents missed"
+2026-12-02T04:10:26.561Z INFO verdict agent=l3rs-n1 agent_id=7 verdict=alive was=dead
+2026-12-02T04:10:41.521Z INFO resumed reason="every gate has cleared"
+"""
+
+
+def test_the_watch_has_resumed_once_its_last_halt_cleared_and_every_agent_is_alive() -> None:
+    lines = WATCH_LOG.splitlines(keepends=True)
+    assert watch_resumed(WATCH_LOG, ["l3rs-n1", "l3rs-n2"])
+    assert not watch_resumed("".join(lines[:5]), ["l3rs-n1", "l3rs-n2"])  # still halted
+    assert not watch_resumed(WATCH_LOG, ["l3rs-n1", "l3rs-n3"])  # n3 never judged
+    assert not watch_resumed(WATCH_LOG + lines[2], ["l3rs-n1"])  # n1 suspect again
+    assert log_line(lines[3]) == (
+        "halt",
+        {"reason": "control_plane_suspect", "message": "2 of 2 agents missed"},
+    )

@@ -111,7 +111,10 @@ rabbit_qos_prefetch_count = 0
 
 
 def ml2_conf() -> str:
-    last_vlan = VLAN_BASE + MAX_ROUTERS + 50
+    """ML2 with VLAN tenant networks. Neutron's own VLAN pool (what the HA network is given)
+    lies above every lab tenant VLAN (VLAN_BASE + k, set explicitly), so that an HA network
+    made while tenant networks are being created can never take one of theirs."""
+    first_vlan, last_vlan = VLAN_BASE + MAX_ROUTERS + 1, VLAN_BASE + MAX_ROUTERS + 50
     return f"""[ml2]
 type_drivers = flat,vlan
 tenant_network_types = vlan
@@ -122,7 +125,7 @@ extension_drivers = port_security
 flat_networks = {PHYSNET}
 
 [ml2_type_vlan]
-network_vlan_ranges = {PHYSNET}:{VLAN_BASE}:{last_vlan}
+network_vlan_ranges = {PHYSNET}:{first_vlan}:{last_vlan}
 
 [securitygroup]
 enable_security_group = false

@@ -76,19 +76,22 @@ def stop_group(pid: int, grace: float = 10.0) -> bool:
     return bool(stop_groups([pid], grace))
 
 
-def stop_groups(pids: Iterable[int], grace: float = 10.0) -> list[int]:
-    """SIGTERM every group at once, SIGKILL what is left after ``grace``; the pids that ran."""
+def stop_groups(
+    pids: Iterable[int], grace: float = 10.0, awaited: Iterable[int] | None = None
+) -> list[int]:
+    """SIGTERM every group at once, SIGKILL what is left once the ``awaited`` ones (default:
+    all) have exited or after ``grace``; the pids that ran."""
     running = [pid for pid in pids if alive(pid)]
     for pid in running:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    pending = list(running)
+    pending = running if awaited is None else [pid for pid in awaited if pid in running]
     while pending and time.monotonic() < deadline:
-        reap(pending)
+        reap(running)
         time.sleep(0.05)
         pending = [pid for pid in pending if alive(pid)]
-    kill_now(pending)
+    kill_now([pid for pid in running if alive(pid)])
     return running
 
 

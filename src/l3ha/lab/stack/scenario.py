@@ -2,7 +2,8 @@
 
 - ``heal``: every node up, every router hosted (optionally back where a given
   placement had it), every VM answering: the same starting point for each run.
-- ``Watch``: ``l3ha watch`` on the stack as a process, stopped with SIGTERM.
+- ``Watch``: ``l3ha watch`` on the stack as a process, stopped with SIGTERM; its log
+  read back (``resumed``: acting again, every agent judged alive).
 - ``SerialFailover``: the one-router-at-a-time way of older HA tools, as a
   baseline: when Neutron says an agent is dead (``alive: false``) and others
   are alive, move its routers one by one (unbind, bind to the least loaded live
@@ -12,10 +13,12 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,9 @@ class Watch:
                 argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env}
             )
 
+    def resumed(self, hosts: Iterable[str]) -> bool:
+        return watch_resumed(self.log.read_text(), hosts)
+
     def stop(self) -> str:
         """SIGTERM (finishes moves in flight), SIGKILL after 30 s; the log."""
         self.process.send_signal(signal.SIGTERM)
@@ -73,6 +79,29 @@ class Watch:
             self.process.kill()
             self.process.wait(5)
         return self.log.read_text()
+
+
+def watch_resumed(log: str, hosts: Iterable[str]) -> bool:
+    """Whether a watch ``log`` shows it acting again (its last halt followed by ``resumed``,
+    or no halt) with its latest verdict on each of ``hosts`` ``alive``."""
+    verdicts: dict[str, str] = {}
+    halted = False
+    for line in log.splitlines():
+        event, fields = log_line(line)
+        if event == "verdict":
+            verdicts[fields.get("agent", "")] = fields.get("verdict", "")
+        elif event in ("halt", "resumed"):
+            halted = event == "halt"
+    return not halted and all(verdicts.get(host) == "alive" for host in hosts)
+
+
+def log_line(line: str) -> tuple[str, dict[str, str]]:
+    """A watch log line (``TIME LEVEL EVENT key=value ...``): its event and fields."""
+    words = line.split(maxsplit=3)
+    if len(words) < 3:
+        return "", {}
+    fields = re.findall(r'(\w+)=("[^"]*"|\S+)', words[3] if len(words) > 3 else "")
+    return words[2], {key: value.strip('"') for key, value in fields}
 
 
 class SerialFailover:

@@ -101,8 +101,9 @@ def rabbit_env(layout: StackLayout, ports: Ports) -> dict[str, str]:
     }
 
 
-def start_rabbit(layout: StackLayout, state: StateFile, ports: Ports) -> None:
-    """epmd (our own, on a private port) then the RabbitMQ node, started directly."""
+def start_rabbit(layout: StackLayout, state: StateFile, ports: Ports, wait: bool = True) -> None:
+    """epmd (our own, on a private port) then the RabbitMQ node, started directly; with
+    ``wait`` returns once it listens (else ``wait_for_rabbit`` does)."""
     base = layout.rabbit
     base.mkdir(parents=True, exist_ok=True)
     (base / "env.conf").write_text("")
@@ -127,6 +128,11 @@ def start_rabbit(layout: StackLayout, state: StateFile, ports: Ports) -> None:
     state.record(
         "rabbit", spawn("rabbit", [str(RABBIT_BIN)], layout.logs, env=rabbit_env(layout, ports))
     )
+    if wait:
+        wait_for_rabbit(ports)
+
+
+def wait_for_rabbit(ports: Ports) -> None:
     wait_for("RabbitMQ", lambda: port_open(ports.rabbit), 90)
 
 
@@ -222,11 +228,14 @@ def _spawn_neutron(python: Path, layout: StackLayout, role: str, argv: list[str]
 
 
 def start_servers(python: Path, layout: StackLayout, state: StateFile, ports: Ports) -> None:
-    """neutron-rpc-server and the API (wsgiref); returns once the API listens."""
+    """neutron-rpc-server and the API (wsgiref), started; ``wait_for_api`` waits for it."""
     rpc = [neutron_bin(python, "neutron-rpc-server"), *layout.server_config_args()]
     state.record("rpc", _spawn_neutron(python, layout, "rpc", rpc))
     api = ["-P", str(API_SCRIPT), str(layout.etc), str(ports.api)]
     state.record("api", _spawn_neutron(python, layout, "api", api))
+
+
+def wait_for_api(ports: Ports) -> None:
     wait_for("the Neutron API", lambda: port_open(ports.api), 120)
 
 

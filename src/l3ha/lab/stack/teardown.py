@@ -6,6 +6,11 @@ stack's directory (detached privsep helpers, anything unrecorded), every
 process inside one of the stack's namespaces (keepalived, dnsmasq, leftovers),
 then those namespaces (``l3rs-*`` and the agents' ``*@l3rs-*``) and the
 directory itself. Never signals a process it cannot attribute to the stack.
+
+The node processes and Neutron's servers get one second between SIGTERM and SIGKILL:
+nothing of them outlives the stack, and the OVS agent and the servers hang on SIGTERM
+closing their AMQP channels (they took the whole grace, 10 s a stage, on every teardown).
+The broker and the database stop within a second or two and are given their time.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from l3ha.lab.stack.spec import owns_namespace
 
 # Stopped stage by stage after the node processes (roles HOST/ROLE, fab/ROLE).
 SERVICE_STAGES = (("api", "periodic", "rpc"), ("rabbit",), ("epmd", "mariadb"))
+#: Seconds from SIGTERM to SIGKILL: the node stage, then each of SERVICE_STAGES.
+STAGE_GRACE = (1.0, 1.0, 10.0, 10.0)
 
 
 @dataclass
@@ -58,8 +65,8 @@ def _ancestors() -> set[int]:
 def teardown(directory: Path, owns: Callable[[str], bool] = owns_namespace) -> TeardownReport:
     """Stop and remove everything of the stack in ``directory`` (its namespaces: ``owns``)."""
     report = TeardownReport()
-    for stage in _recorded_in_stages(directory):
-        report.processes += stop_groups(stage, grace=10)
+    for stage, grace in zip(_recorded_in_stages(directory), STAGE_GRACE, strict=False):
+        report.processes += stop_groups(stage, grace=grace)
     mine = _ancestors()
     stray = [p for p in pids_naming(str(directory.resolve()) + "/") if p not in mine]
     terminate(stray, grace=5)

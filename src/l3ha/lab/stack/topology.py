@@ -154,11 +154,31 @@ def create_router(
     router = api.post("routers", {"router": {"name": router_name(index), "ha": spec.is_ha(index)}})
     router_id = str(router["router"]["id"])
     if not spec.is_ha(index):
-        api.post(f"agents/{l3_agent}/l3-routers", {"router_id": router_id})
+        bind_bare_router(api, router_id, l3_agent)
     api.put(f"routers/{router_id}", {"router": {"external_gateway_info": {
         "network_id": external_id}}})  # fmt: skip
     api.put(f"routers/{router_id}/add_router_interface", {"subnet_id": subnet["id"]})
     return router_id
+
+
+def bind_bare_router(api: NeutronHttp, router_id: str, agent_id: str, attempts: int = 3) -> None:
+    """Bind a router that has no ports yet to L3 agent ``agent_id``.
+
+    An agent that resyncs meanwhile (another router was just bound to it) has Neutron
+    auto-schedule every unhosted router to it, this one too: Neutron then answers 409
+    RouterHostedByL3Agent. The router, without ports, is wired nowhere yet, so it is taken
+    off that agent and bound again.
+    """
+    for _ in range(attempts - 1):
+        try:
+            api.post(f"agents/{agent_id}/l3-routers", {"router_id": router_id})
+            return
+        except StackError as exc:
+            if "RouterHostedByL3Agent" not in str(exc):
+                raise
+        for agent in api.get(f"routers/{router_id}/l3-agents")["agents"]:
+            api.call("DELETE", f"agents/{agent['id']}/l3-routers/{router_id}")
+    api.post(f"agents/{agent_id}/l3-routers", {"router_id": router_id})
 
 
 def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
@@ -172,12 +192,16 @@ def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
     def create(index: int) -> str:
         return create_router(api, spec, index, external_id, agents[(index - 1) % len(agents)])
 
-    # Legacy routers a thread per node (most of a router's calls wait on the servers: RPC
-    # to the agents, port binding); HA routers one by one after them (the first one makes
-    # the tenant's HA network, which concurrent ones would race to create).
+    # Legacy routers a thread per node, each making its node's routers in turn (most of a
+    # router's calls wait on the servers: RPC to the agents, port binding). HA routers one by one
+    # after them: the first one makes the tenant's HA network, which concurrent ones would
+    # race to create, and Neutron's scheduler binds them to agents the legacy ones use.
     legacy = [k for k in spec.router_indexes if not spec.is_ha(k)]
+    per_node = [legacy[i :: len(agents)] for i in range(len(agents))]
+    ids: dict[int, str] = {}
     with ThreadPoolExecutor(max_workers=len(agents)) as pool:
-        ids = dict(zip(legacy, pool.map(create, legacy), strict=True))
+        for made in pool.map(lambda indexes: {k: create(k) for k in indexes}, per_node):
+            ids.update(made)
     ids.update({k: create(k) for k in spec.router_indexes if spec.is_ha(k)})
     return {router_name(k): ids[k] for k in spec.router_indexes}
 
