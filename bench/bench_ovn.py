@@ -24,6 +24,7 @@ pinged at once). Not run in CI.
     sudo -E L3HA_NEUTRON_PYTHON=$PWD/.venv-neutron/bin/python .venv/bin/python bench/bench_ovn.py
     ... bench/bench_ovn.py --routers 30 --ping 30          # a quicker run
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --watch 150  # scenario 5 only
+    ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --drain-concurrency 4,32
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--drain-only",
         action="store_true",
         help="only scenario 5 (skew every primary onto one chassis, drain it)",
+    )
+    parser.add_argument(
+        "--drain-concurrency",
+        default="32",
+        metavar="N[,N...]",
+        help="scenario 5 once per value, each with l3ha drain --concurrency N (default 32)",
     )
     parser.add_argument("--watch", type=float, default=MOVES_WATCH_S, metavar="S",
                         help=f"seconds the gateways are pinged around a rebalance or drain "
@@ -217,7 +224,7 @@ class Bench:
         self.row("rebalance: outage per moved router",
                  _stats({n: s for n, s in silent.items() if n in moved}))  # fmt: skip
 
-    def drain(self) -> None:
+    def drain(self, concurrency: int) -> None:
         host = self.stack.spec.hosts[1]
         agent = next(a["id"] for a in self.stack.api.agents(AGENT_TYPE) if a["host"] == host)
         began = time.monotonic()
@@ -234,10 +241,12 @@ class Bench:
         result: list[tuple[int, Any, float]] = []
         names = [r["name"] for r in self.stack.routers]
         silent = self.silences(
-            names, lambda: result.append(self.l3ha("drain", host)), self.args.watch
+            names,
+            lambda: result.append(self.l3ha("drain", host, "--concurrency", str(concurrency))),
+            self.args.watch,
         )
         ((code, doc, took),) = result
-        self.row(f"l3ha drain {host} ({skewed} primaries)",
+        self.row(f"l3ha drain {host} --concurrency {concurrency} ({skewed} primaries)",
                  f"exit {code} in {took:.1f} s, {_counts(doc)}; {self.spread()}")  # fmt: skip
         self.row("drain: outage per moved router", _stats(silent))
 
@@ -270,7 +279,8 @@ def run(args: argparse.Namespace) -> int:
                 bench.crash_and_return(evacuate=False)
                 bench.crash_and_return(evacuate=True)
                 bench.rebalance()
-            bench.drain()
+            for concurrency in args.drain_concurrency.split(","):
+                bench.drain(int(concurrency))
     finally:
         ovn_teardown(directory)
         if args.dir is None:
