@@ -51,6 +51,7 @@ from l3ha.lab.stack.spec import CLOUD_NAME
 WATCH_S = 14.0
 MOVES_WATCH_S = 45.0  # a rebalance or drain of 90 routers, and their pings after
 DEAD_TIMEOUT_S = 120.0
+ANSWER_PROBE_S = 3.0  # a gateway that answers no ping in this window is dark
 AFTER_BURST_S = 600.0  # a 100-router skew left one chassis read dead for over 120 s
 
 
@@ -129,6 +130,17 @@ class Bench:
             return {}
         silent = longest_silences([r["gateway_ip"] for r in chosen], seconds, action)
         return {r["name"]: silent[r["gateway_ip"]] for r in chosen}
+
+    def answering(self, names: list[str], since: float) -> str:
+        """Wait (at most ``AFTER_BURST_S``) until every pinged gateway answers; say when."""
+        while True:
+            silent = self.silences(names, lambda: None, ANSWER_PROBE_S)
+            dark = [n for n, s in silent.items() if s >= ANSWER_PROBE_S - 1.0]
+            waited = time.monotonic() - since
+            if not dark:
+                return f"every gateway answering {waited:.0f} s after the skew began"
+            if waited > AFTER_BURST_S:
+                return f"{len(dark)} gateways still dark {waited:.0f} s after the skew began"
 
     def wait_alive(self, host: str, alive: bool) -> float:
         began = time.monotonic()
@@ -236,10 +248,12 @@ class Bench:
         skewed = sum(1 for h in self.primaries().values() if h == host)
         took = time.monotonic() - began
         alive = self.alive_after(AFTER_BURST_S)  # Neutron's agent cache lags after a burst
-        self.row(f"skew by hand onto {host}",
-                 f"{skewed} primaries in {took:.1f} s; {self.spread()}; {alive}")  # fmt: skip
-        result: list[tuple[int, Any, float]] = []
         names = [r["name"] for r in self.stack.routers]
+        answering = self.answering(names, began)  # the skew's own outage is not the drain's
+        self.row(f"skew by hand onto {host}",
+                 f"{skewed} primaries in {took:.1f} s; {self.spread()}; {alive}; "
+                 f"{answering}")  # fmt: skip
+        result: list[tuple[int, Any, float]] = []
         silent = self.silences(
             names,
             lambda: result.append(self.l3ha("drain", host, "--concurrency", str(concurrency))),
