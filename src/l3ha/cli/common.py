@@ -282,10 +282,8 @@ def _given_connection(args: argparse.Namespace) -> Any:
 
 def existing_directory(text: str) -> str:
     """The path of a directory that exists (a reader's --state-dir: a typo is no empty one)."""
-    import os
-
-    if not os.path.isdir(text):
-        what = "is not a directory" if os.path.exists(text) else "does not exist"
+    if not Path(text).is_dir():
+        what = "is not a directory" if Path(text).exists() else "does not exist"
         raise argparse.ArgumentTypeError(f"{text} {what}")
     return text
 

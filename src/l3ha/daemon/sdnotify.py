@@ -1,10 +1,10 @@
 """systemd's notify protocol without a dependency. I/O: datagrams to ``$NOTIFY_SOCKET``.
 
 ``ready()`` once the daemon has observed the cloud, ``watchdog()`` every cycle,
-``stopping()`` on shutdown. With
-``$NOTIFY_SOCKET`` unset (not run by systemd) every call is a no-op. A socket
-name starting with ``@`` is Linux's abstract namespace. Send errors are logged
-once and otherwise ignored: a missing supervisor never stops the daemon.
+``stopping()`` on shutdown. With ``$NOTIFY_SOCKET`` unset (not run by systemd)
+every call is a no-op. A socket name starting with ``@`` is Linux's abstract
+namespace. Send errors are logged once and otherwise ignored: a missing
+supervisor never stops the daemon.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 I/O: through the ``DrainSide`` it is given (cloud reads, executor runs, the agent
 change). ``run_drain`` runs a kind's first pass (gates and all) through the flow every
 kind shares (``l3ha.operations.flow``), then the rest: in a dry run, say what the real
-run would do; else
-repeat the pass while objects keep arriving (at most ``DRAIN_PASSES`` passes),
-leave the agent enabled if anything is still on it (a disabled agent tears its
-objects down), disable it, and move whatever the scheduler put on it meanwhile.
+run would do; else repeat the pass while objects keep arriving (at most
+``DRAIN_PASSES`` passes), leave the agent enabled if anything is still on it (a
+disabled agent tears its objects down), disable it, and move whatever the scheduler
+put on it meanwhile.
 The side supplies what differs: its passes, its reads, its agent change and the
 words of its notices.
 """
