@@ -25,6 +25,11 @@ pinged at once). Not run in CI.
     ... bench/bench_ovn.py --routers 30 --ping 30          # a quicker run
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --watch 150  # scenario 5 only
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --drain-concurrency 4,32
+    ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --trace  # where it goes
+
+``--trace`` times each drained router's outage against its northbound write, its
+southbound claim, the northbound hosting-chassis and Neutron's gateway port binding
+(``ovn_trace.py``): medians in the table, every router in ``trace.json`` under ``--dir``.
 """
 
 from __future__ import annotations
@@ -45,8 +50,14 @@ from typing import Any
 from l3ha.cli.main import main
 from l3ha.lab.stack.ovnspec import AGENT_TYPE, OvnSpec
 from l3ha.lab.stack.ovnstack import OvnStack, ovn_stack_up, ovn_teardown
-from l3ha.lab.stack.ovntopology import add_floating_ip, longest_silences, raise_chassis
+from l3ha.lab.stack.ovntopology import (
+    add_floating_ip,
+    longest_gaps,
+    longest_silences,
+    raise_chassis,
+)
 from l3ha.lab.stack.spec import CLOUD_NAME
+from ovn_trace import SIGNALS, GatewayTrace  # bench/ is on the path when run as a script
 
 WATCH_S = 14.0
 MOVES_WATCH_S = 45.0  # a rebalance or drain of 90 routers, and their pings after
@@ -61,6 +72,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--busy-every", type=int, default=5)
     parser.add_argument("--ping", type=int, default=30, help="gateways pinged at once at most")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--trace", action="store_true", help="time each drained router's outage")
     parser.add_argument(
         "--drain-only",
         action="store_true",
@@ -254,15 +266,48 @@ class Bench:
                  f"{skewed} primaries in {took:.1f} s; {self.spread()}; {alive}; "
                  f"{answering}")  # fmt: skip
         result: list[tuple[int, Any, float]] = []
-        silent = self.silences(
-            names,
-            lambda: result.append(self.l3ha("drain", host, "--concurrency", str(concurrency))),
-            self.args.watch,
-        )
+        drain_argv = ("drain", host, "--concurrency", str(concurrency))
+        if self.args.trace:
+            silent = self.traced(names, lambda: result.append(self.l3ha(*drain_argv)), host)
+        else:
+            silent = self.silences(names, lambda: result.append(self.l3ha(*drain_argv)),
+                                   self.args.watch)  # fmt: skip
         ((code, doc, took),) = result
         self.row(f"l3ha drain {host} --concurrency {concurrency} ({skewed} primaries)",
                  f"exit {code} in {took:.1f} s, {_counts(doc)}; {self.spread()}")  # fmt: skip
         self.row("drain: outage per moved router", _stats(silent))
+
+    def traced(self, names: list[str], action: Callable[[], None], source: str) -> dict[str, float]:
+        """``silences`` with a ``GatewayTrace``: the medians of where each moved router's
+        outage went, as rows; every router in ``trace.json``."""
+        chosen = [r for r in self.stack.routers if r["name"] in names][: self.args.ping]
+        began = time.time()
+        with GatewayTrace(self.stack) as trace:
+            gaps = longest_gaps([r["gateway_ip"] for r in chosen], self.args.watch, action)
+        before = {n: source for n in names}
+        after = self.primaries()
+        rows = []
+        for router in chosen:
+            name, (dark, light) = router["name"], gaps[router["gateway_ip"]]
+            if after.get(name) == before[name]:
+                continue
+            row = {"router": name, "to": after.get(name), "dark": dark - began,
+                   "light": light - began}  # fmt: skip
+            for signal in SIGNALS:
+                when = trace.changed_to(name, signal, after.get(name, ""), began)
+                row[signal] = None if when is None else when - began
+            rows.append(row)
+        (self.args.dir or Path(self.state)).mkdir(parents=True, exist_ok=True)
+        (self.args.dir or Path(self.state)).joinpath("trace.json").write_text(
+            json.dumps(rows, indent=1)
+        )
+        for column in ("dark", *SIGNALS, "light"):
+            values = sorted(r[column] for r in rows if r[column] is not None)
+            if values:
+                self.row(f"trace: {column} (s after the drain began)",
+                         f"median {statistics.median(values):.1f}, min {values[0]:.1f}, max "
+                         f"{values[-1]:.1f} ({len(values)} routers)")  # fmt: skip
+        return {r["router"]: r["light"] - r["dark"] for r in rows}
 
 
 def _stats(silent: dict[str, float]) -> str:

@@ -21,7 +21,12 @@ from l3ha.cli.common import add_cloud_options, add_state_dir_option, open_cloud,
 from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.ovn import add_backend_option
-from l3ha.cli.ovn_actions import add_ovn_options, gateway_backend, run_gateway_action
+from l3ha.cli.ovn_actions import (
+    add_ovn_options,
+    add_probe_option,
+    gateway_backend,
+    run_gateway_action,
+)
 from l3ha.cli.planning import (
     action_request,
     add_force_option,
@@ -132,6 +137,7 @@ def register(sub: Any) -> None:
         "lands there, and sweep up anything scheduled to it meanwhile.",
     )
     _add_run_options(p)
+    add_probe_option(p)
     p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.DRAIN, a))
 
     p = _action_parser(

@@ -26,9 +26,12 @@ from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, Backend
 if TYPE_CHECKING:
     from l3ha.cloud.ovn import NeutronOvn
     from l3ha.executor import ExecutorOptions
+    from l3ha.executor.gateway_steps import GatewayProbe
     from l3ha.journal import Journal
     from l3ha.operations.ovn import GatewayContext, GatewayExecuted, GatewayResult
 
+#: How long one probe of a gateway address waits for its answer (``--probe``).
+PROBE_TIMEOUT_S = 1.0
 #: Options of ``l3ha evacuate`` that have no meaning for gateway chassis.
 L3_ONLY = (
     "to",
@@ -53,6 +56,30 @@ def add_ovn_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_probe_option(parser: argparse.ArgumentParser) -> None:
+    """``--probe``, for ``l3ha drain`` on ML2/OVN."""
+    parser.add_argument(
+        "--probe",
+        metavar="tcp:PORT|icmp",
+        help="ML2/OVN: after moving a router's gateway, wait until its gateway addresses "
+        "answer this probe (icmp needs root) before counting the move done; the canary "
+        "first, a router still dark after --port-timeout is a problem (exit 1)",
+    )
+
+
+def gateway_probe(args: argparse.Namespace) -> GatewayProbe | None:
+    """The probe ``--probe`` asks for (None without it); bad input and an ICMP probe this
+    process may not send fail here, before anything is read or written."""
+    from l3ha.daemon.dataplane import ensure_probe_possible, parse_probe_spec, probe_gateways
+
+    text = getattr(args, "probe", None)
+    if text is None:
+        return None
+    spec = parse_probe_spec(text)
+    ensure_probe_possible(spec)
+    return lambda addresses: probe_gateways(spec, addresses, PROBE_TIMEOUT_S)
+
+
 def gateway_backend(
     args: argparse.Namespace, cloud: Any = None, l3_only: tuple[str, ...] = L3_ONLY
 ) -> NeutronOvn | None:
@@ -67,10 +94,12 @@ def gateway_backend(
     else:
         candidate = neutron_ovn(args) if cloud is None else NeutronOvn(cloud)
         ovn = candidate if candidate.backend(wanted) is Backend.OVN else None
-    if ovn is None and getattr(args, "min_chassis", None) is not None:
-        raise BadInputError(
-            "--min-chassis is for ML2/OVN gateway chassis: this cloud has L3 agents"
-        )
+    for name in ("min_chassis", "probe"):
+        if ovn is None and getattr(args, name, None) is not None:
+            option = "--" + name.replace("_", "-")
+            raise BadInputError(
+                f"{option} is for ML2/OVN gateway chassis: this cloud has L3 agents"
+            )
     if ovn is not None:
         refuse_l3_only(args, l3_only)
     return ovn
@@ -99,6 +128,7 @@ def run_gateway_action(
             args.agent,
             min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
             execution=execution,
+            probe=gateway_probe(args),
         )
         run = drain if request.action is GatewayAction.DRAIN else evacuate
         result = run(ctx, request)

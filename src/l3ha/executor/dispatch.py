@@ -7,11 +7,12 @@ has an earlier move running (``RunBudgets``), at most ``concurrency`` writing
 at once, no faster than the token bucket allows. Phase one runs on a worker
 of the pool; waiting for readiness (``PortWaiter``) holds no write slot; phase
 two runs on a worker again. A canary batch (``canary`` moves; 0 for a kind
-without one) runs first: once its writes are read back the kind re-checks
-what the rest depends on; if every canary move went wrong, nothing else
-starts. A move not started yet whose source is back (the kind says) is
-skipped. A journal that cannot be written and a stop request end the run
-the same way for every kind (``l3ha.executor.lifecycle``).
+without one) runs first: once its writes are read back (or, where the kind
+says so, once it is ready) the kind re-checks what the rest depends on; if
+every canary move went wrong, nothing else starts. A move not started yet
+whose source is back (the kind says) is skipped. A journal that cannot be
+written and a stop request end the run the same way for every kind
+(``l3ha.executor.lifecycle``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class Dispatcher(Generic[M, R]):
                 self.kind.readiness, self.clock, opts.port_poll_interval, opts.port_poll_window
             )
         try:
-            self._dispatch(self.items[:canary], until_written=True)
+            self._dispatch(self.items[:canary], canary=True)
             if canary:
                 self._after_canary(self.items[:canary])
             self._dispatch(self.items[canary:])
@@ -131,10 +132,11 @@ class Dispatcher(Generic[M, R]):
 
     # --- admission ---------------------------------------------------------------
 
-    def _dispatch(self, items: list[Item[M, R]], *, until_written: bool = False) -> None:
+    def _dispatch(self, items: list[Item[M, R]], *, canary: bool = False) -> None:
         """Start every item (respecting budgets); return when every move of the run has
-        finished, or (``until_written``: the canary) when these are written or finished."""
-        wait_for = items if until_written else self.items
+        finished, or (``canary``) when these are written (or, as the kind says, finished)."""
+        wait_for = items if canary else self.items
+        until_written = canary and not self.kind.canary_until_ready
         remaining = [i for i in items if i.result is None]
         while True:
             with self.budgets.cond:

@@ -1,20 +1,27 @@
-"""The gateway executor: runs a gateway plan on OVN chassis. I/O: cloud, journal, threads.
+"""The gateway executor: runs a gateway plan on OVN chassis. I/O: cloud, journal, threads,
+the data plane through a given probe.
 
 The one place that changes router gateway chassis groups. Moves run through the
 dispatcher every kind shares (``l3ha.executor.dispatch``: the same budgets,
 ``ExecutorOptions``, stop request and journal failure as router moves); what one
 router's move does is the gateway kind (``l3ha.kinds.gateway``). Dry run writes nothing
-and reports the plan.
+and reports the plan. With a probe, waiting for a router also probes its gateway
+addresses (the data plane).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from l3ha.executor.dispatch import Dispatcher
 from l3ha.executor.gateway_outcome import GatewayMoveResult, GatewayOutcome, GatewayRunResult
-from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, GatewayWriter, journal_move
+from l3ha.executor.gateway_steps import (
+    GATEWAY_KIND_PREFIX,
+    GatewayProbe,
+    GatewayWriter,
+    journal_move,
+)
 from l3ha.executor.lifecycle import ExecutorBase, JournalGuard, require_journal
 from l3ha.journal import ObjectKind
 from l3ha.kinds.gateway import GatewayKind
@@ -36,9 +43,13 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
         args: Mapping[str, object] | None = None,
         should_stop: Callable[[], bool] | None = None,
         canary: int = 0,
+        probe: GatewayProbe | None = None,
+        addresses: Mapping[str, Sequence[str]] | None = None,
     ) -> GatewayRunResult:
         """Execute ``plan``; ``chassis``: every gateway chassis by id. Journalled as the
-        operation ``ovn-<action>``; ``canary``: the leading moves written before the rest."""
+        operation ``ovn-<action>``; ``canary``: the leading moves written before the rest;
+        ``probe``: wait for each router that changed hands to answer on its ``addresses``
+        (router id -> gateway addresses), the canary before the rest."""
         if self.options.dry_run:
             planned = tuple(
                 GatewayMoveResult(m, GatewayOutcome.PLANNED, m.reason, m.target) for m in plan.moves
@@ -46,7 +57,7 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
             return GatewayRunResult(plan.action, planned, None, True, plan.warnings)
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
-        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis)
+        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, probe, addresses)
         dispatcher = Dispatcher(kind, guard, self.clock, self.options, should_stop=should_stop)
         operation = journal.begin_operation(
             GATEWAY_KIND_PREFIX + plan.action,

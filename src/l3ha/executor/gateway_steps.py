@@ -1,16 +1,20 @@
-"""The writes of one gateway move and what it waits for. I/O: cloud (Neutron), journal.
+"""The writes of one gateway move and what it waits for. I/O: cloud (Neutron), journal, and
+the data plane through the probe a caller gives.
 
 Each move re-reads the router's chassis group and the chassis' liveness first (the
 re-check), journals its intent (fsynced), then writes through ``cloud.ovn``, which reads
 every write back. A source chassis alive again is not removed (it would fail the router
 over: that is a drain's job, not an evacuation's). ``recover_gateways`` closes the
 moves of an interrupted gateway operation from the groups as they are (it never writes to
-Neutron: the next evacuation plans anew from what it finds).
+Neutron: the next evacuation plans anew from what it finds). ``GatewayReadiness`` waits
+until the router's group holds the target and, with a probe (``l3ha drain --probe``), until
+a router whose traffic the target took over answers on its gateway addresses again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from l3ha.errors import L3haError
@@ -26,6 +30,10 @@ if TYPE_CHECKING:
 
 #: Journal operation kinds of the gateway actions all start with this.
 GATEWAY_KIND_PREFIX = "ovn-"
+#: Probes gateway addresses once each; the ones that answered (``--probe``).
+GatewayProbe = Callable[[Sequence[str]], Collection[str]]
+#: The moves after which the target forwards the router's traffic (it is raised to the top).
+TAKES_OVER = frozenset({GatewayMoveKind.PROMOTE, GatewayMoveKind.RAISE})
 
 
 def is_gateway_operation(kind: str) -> bool:
@@ -47,23 +55,56 @@ def journal_move(move: GatewayMove) -> Move:
     return Move(move.router_id, kind, move.target, move.source, move.reason)
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One gateway address of a router, probed once: did it answer?"""
+
+    address: str
+    answered: bool
+
+
 class GatewayReadiness:
     """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
-    group, read back, holds that chassis. ``hosts``: chassis id -> host."""
+    group, read back, holds that chassis and, with a ``probe``, after a move that makes the
+    chassis forward its traffic, every gateway address of the router answers.
+    ``hosts``: chassis id -> host; ``addresses``: router id -> its gateway addresses."""
 
-    def __init__(self, ovn: NeutronOvn, hosts: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        ovn: NeutronOvn,
+        hosts: Mapping[str, str],
+        probe: GatewayProbe | None = None,
+        addresses: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self._ovn = ovn
         self._hosts = hosts
+        self._probe = probe
+        self._addresses = addresses or {}
 
-    def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding]]:
-        return {r: self._ovn.group(r) for r in sorted(set(object_ids))}
+    def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding | Answer]]:
+        routers = sorted(set(object_ids))
+        found: dict[str, list[GatewayBinding | Answer]] = {
+            r: [*self._ovn.group(r)] for r in routers
+        }
+        if self._probe is None:
+            return found
+        addresses = [a for r in routers for a in self._addresses.get(r, ())]
+        answered = set(self._probe(addresses)) if addresses else set()
+        for router in routers:
+            found[router] += [Answer(a, a in answered) for a in self._addresses.get(router, ())]
+        return found
 
     def ready(
-        self, ports: Sequence[GatewayBinding], kind: object, host: str
+        self, found: Sequence[GatewayBinding | Answer], kind: object, host: str
     ) -> tuple[bool, tuple[str, ...]]:
-        if any(self._hosts.get(b.chassis_id) == host for b in ports):
+        if not any(
+            isinstance(b, GatewayBinding) and self._hosts.get(b.chassis_id) == host for b in found
+        ):
+            return False, (host,)
+        if kind not in TAKES_OVER:
             return True, ()
-        return False, (host,)
+        silent = tuple(a.address for a in found if isinstance(a, Answer) and not a.answered)
+        return not silent, silent
 
 
 class GatewayWriter:

@@ -96,13 +96,16 @@ class Kind(Protocol[M, R]):
     plan order (a kind may look at the earlier moves of the same object)."""
 
     # In thread names and logs ("router", "network"); the outcomes of a move gone wrong (a
-    # canary batch all bad stops the run); how the poller reads and judges what a move placed.
+    # canary batch all bad stops the run); how the poller reads and judges what a move placed;
+    # whether the rest waits until the canary batch is ready (not only written).
     @property
     def name(self) -> str: ...
     @property
     def bad(self) -> frozenset[StrEnum]: ...
     @property
     def readiness(self) -> Readiness: ...
+    @property
+    def canary_until_ready(self) -> bool: ...
 
     # The router, network, ... a move places (one move per object at a time).
     def object_id(self, move: M) -> str: ...
@@ -125,7 +128,10 @@ class Kind(Protocol[M, R]):
 
 class RechecksInPhaseOne:
     """For a kind whose every move re-checks its source itself, in phase one, and that has
-    nothing to re-check after the canary batch: ``Kind``'s two hooks, doing nothing."""
+    nothing to re-check after the canary batch: ``Kind``'s two hooks, doing nothing (and
+    the rest starts once the canary batch is written)."""
+
+    canary_until_ready = False
 
     def skip_unstarted(self, item: object, items: object) -> str | None:
         return None

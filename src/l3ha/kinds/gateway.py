@@ -6,8 +6,10 @@ I/O: cloud, journal.
 2. journal the intent and write, each write read back: an evacuation removes the dead
    chassis and adds the replacement at the bottom; a drain raises the target above every
    chassis of the group (or, where the drained chassis is not the primary, only lowers it);
-3. (the dispatcher waits until the group, read again, holds the target:
-   ``GatewayReadiness``);
+3. (the dispatcher waits until the group, read again, holds the target and, with a probe,
+   until the router's gateway answers again: ``GatewayReadiness``; with a probe the rest of
+   the plan waits until the canary is ready, and a router still dark at the deadline is a
+   move gone wrong);
 4. a drain then lowers the drained chassis to the bottom of the group; an evacuation's
    replacement is a standby, so nothing more.
 """
@@ -15,11 +17,12 @@ I/O: cloud, journal.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
-from l3ha.executor.gateway_steps import GatewayReadiness, GatewayWriter
+from l3ha.executor.gateway_steps import GatewayProbe, GatewayReadiness, GatewayWriter
 from l3ha.kinds.base import Ended, Item, RechecksInPhaseOne, Waited, Written
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
@@ -29,15 +32,25 @@ GatewayItem = Item[GatewayMove, GatewayMoveResult]
 
 class GatewayKind(RechecksInPhaseOne):
     """Router gateways on OVN gateway chassis (``l3ha.kinds.base.Kind``); ``chassis``: every
-    gateway chassis by id."""
+    gateway chassis by id; ``probe`` and ``addresses`` (router id -> gateway addresses): the
+    data plane a move waits for."""
 
     name = "gateway"
-    bad = BAD_GATEWAY_OUTCOMES
 
-    def __init__(self, writer: GatewayWriter, chassis: Mapping[str, Agent]) -> None:
+    def __init__(
+        self,
+        writer: GatewayWriter,
+        chassis: Mapping[str, Agent],
+        probe: GatewayProbe | None = None,
+        addresses: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self.writer = writer
         self.chassis = chassis
-        self.readiness = GatewayReadiness(writer.ovn, {c.id: c.host for c in chassis.values()})
+        hosts = {c.id: c.host for c in chassis.values()}
+        self.readiness = GatewayReadiness(writer.ovn, hosts, probe, addresses)
+        self.canary_until_ready = probe is not None
+        dark_is_bad = {GatewayOutcome.PENDING} if probe is not None else set()
+        self.bad: frozenset[StrEnum] = BAD_GATEWAY_OUTCOMES | dark_is_bad
 
     def object_id(self, move: GatewayMove) -> str:
         return move.router_id
@@ -70,6 +83,9 @@ class GatewayKind(RechecksInPhaseOne):
     def complete(self, item: GatewayItem, written: Written, waited: Waited) -> GatewayMoveResult:
         """The target is in the group (read back); a drain then lowers its source."""
         move = item.move
+        if not waited.ready and waited.waiting != (written.host,):
+            reason = f"gateway {', '.join(waited.waiting)} not answering after the move"
+            return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
         if not waited.ready:
             reason = f"{written.host} not seen in the router's group again"
             return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)

@@ -36,6 +36,7 @@ class RouterKind:
 
     name = "router"
     bad = BAD_OUTCOMES
+    canary_until_ready = False
 
     def __init__(
         self, writer: MoveWriter, fallbacks: FallbackTargets | None, port_timeout: float

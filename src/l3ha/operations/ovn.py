@@ -13,7 +13,10 @@ kind shares too.
 ``drain CHASSIS`` (a live chassis) moves its primaries away one graceful priority change
 each, the first router alone as a canary, then lowers the chassis to the bottom of every
 group (``plan_drain``). Neutron refuses to disable an OVN agent, so nothing marks the
-chassis drained: a router created later may still be scheduled on it.
+chassis drained: a router created later may still be scheduled on it. With a probe each
+moved router must answer on its gateway addresses again (the canary before the rest
+start; a move holds its target's in-flight slot until then, so ``per_target_inflight``
+bounds the gateways each chassis takes over at once); one still dark is a problem.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import TYPE_CHECKING
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
-from l3ha.executor.gateway_outcome import GatewayRunResult
-from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, recover_gateways
+from l3ha.executor.gateway_outcome import GatewayOutcome, GatewayRunResult
+from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, GatewayProbe, recover_gateways
 from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.context import KindContext, operation_args
@@ -57,7 +60,9 @@ UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 
 @dataclass(frozen=True)
 class GatewayRequest:
-    """One gateway action: ``agent`` names the chassis (host, id or id prefix)."""
+    """One gateway action: ``agent`` names the chassis (host, id or id prefix); ``probe``
+    (a drain): each moved router must answer on its gateway addresses again, the canary
+    before the rest."""
 
     action: GatewayAction
     agent: str
@@ -65,6 +70,7 @@ class GatewayRequest:
     execution: ExecutorOptions = field(default_factory=ExecutorOptions)
     move_budget: int | None = None
     journal_args: tuple[tuple[str, str], ...] = ()
+    probe: GatewayProbe | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -176,13 +182,20 @@ class _Gateways:
             args=operation_args(request, names),
             should_stop=ctx.should_stop,
             canary=self.canary,
+            probe=request.probe,
+            addresses={r.id: r.gateway_ips for r in world.routers},
         )
         return GatewayExecuted(plan, world, run)
 
-    def verify(self, _step: GatewayExecuted) -> tuple[str, ...]:
+    def verify(self, step: GatewayExecuted) -> tuple[str, ...]:
         if self.request.action is GatewayAction.EVACUATE:
             return self.verify_evacuated()
-        return self.verify_drained()
+        dark = tuple(
+            f"router {r.object_id}: {r.reason}"
+            for r in step.run.results
+            if self.request.probe is not None and r.outcome is GatewayOutcome.PENDING
+        )
+        return dark + self.verify_drained()
 
     def verify_drained(self) -> tuple[str, ...]:
         """Read the cloud again: no router keeps its primary on the drained chassis."""

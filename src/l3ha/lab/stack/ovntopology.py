@@ -12,9 +12,11 @@ from __future__ import annotations
 import itertools
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from l3ha.lab.stack.ovncentral import OVN_PHYSNET
@@ -130,33 +132,54 @@ def longest_silences(
     """``longest_silence`` of several addresses at once, each pinged by its own ``ping``.
     With ``stop_after`` the pings stop that many seconds after ``action`` returns (``seconds``
     then only bounds them): the window is as long as the action."""
+    gaps = longest_gaps(addresses, seconds, action, stop_after)
+    return {a: stop - start for a, (start, stop) in gaps.items()}
+
+
+def longest_gaps(
+    addresses: list[str],
+    seconds: float,
+    action: Callable[[], None],
+    stop_after: float | None = None,
+) -> dict[str, tuple[float, float]]:
+    """``longest_silences``, each address's longest gap as epoch seconds: (the answer before
+    it, or the start; the answer that ended it, or the end).
+
+    Each ``ping`` writes to a file of its own: read through pipes, the pings not read first
+    would block once their pipe is full (about 80 s of replies) and show a silence that
+    never was."""
     began = time.time()
-    pings = {a: _start_ping(a, seconds) for a in addresses}
-    try:
-        action()
-        if stop_after is not None:
-            time.sleep(stop_after)
+    with tempfile.TemporaryDirectory(prefix="l3ov-ping-") as directory:
+        files = {a: Path(directory, f"{i}.out") for i, a in enumerate(addresses)}
+        pings = {a: _start_ping(a, seconds, files[a]) for a in addresses}
+        try:
+            action()
+            if stop_after is not None:
+                time.sleep(stop_after)
+                for ping in pings.values():
+                    ping.send_signal(signal.SIGINT)  # ping prints what it has and exits
+            ended = min(time.time(), began + seconds)
             for ping in pings.values():
-                ping.send_signal(signal.SIGINT)  # ping prints what it has and exits
-        ended = min(time.time(), began + seconds)
-        outs = {a: p.communicate(timeout=seconds + 30)[0] for a, p in pings.items()}
-    finally:
-        for ping in pings.values():
-            if ping.poll() is None:
-                ping.kill()
-                ping.wait()
+                ping.wait(timeout=seconds + 30)
+        finally:
+            for ping in pings.values():
+                if ping.poll() is None:
+                    ping.kill()
+                    ping.wait()
+        outs = {a: f.read_text() for a, f in files.items()}
     end = began + seconds if stop_after is None else ended
-    return {a: _longest_gap(out, began, end) for a, out in outs.items()}
+    return {a: _gap(out, began, end) for a, out in outs.items()}
 
 
-def _start_ping(address: str, seconds: float) -> subprocess.Popen[str]:
+def _start_ping(address: str, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     argv = ["ip", "netns", "exec", OVN_CLIENT_NS, "ping", "-n", "-D", "-i", "0.1", "-W", "1",
             "-w", str(int(seconds)), address]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    with open(out, "wb") as sink:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL)
 
 
-def _longest_gap(out: str, began: float, end: float) -> float:
+def _gap(out: str, began: float, end: float) -> tuple[float, float]:
     answers = [float(line[1:].split("]", 1)[0]) for line in out.splitlines()
                if line.startswith("[") and "bytes from" in line]  # fmt: skip
     marks = [began, *answers, end]
-    return max(later - earlier for earlier, later in itertools.pairwise(marks))
+    return max(itertools.pairwise(marks), key=lambda pair: pair[1] - pair[0])
