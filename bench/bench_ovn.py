@@ -26,10 +26,11 @@ pinged at once). Not run in CI.
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --watch 150  # scenario 5 only
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --drain-concurrency 4,32
     ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --trace  # where it goes
+    ... bench/bench_ovn.py --routers 100 --ping 100 --drain-only --drain-modes plain,probe
 
 ``--trace`` times each drained router's outage against its northbound write, its
 southbound claim, the northbound hosting-chassis and Neutron's gateway port binding
-(``ovn_trace.py``): medians in the table, every router in ``trace.json`` under ``--dir``.
+(``ovn_trace.py``): medians in the table, every router in ``trace-*.json`` under ``--trace-dir``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.cli.main import main
-from l3ha.lab.stack.ovnspec import AGENT_TYPE, OvnSpec
+from l3ha.lab.stack.ovnspec import AGENT_TYPE, OVN_CLIENT_NS, OvnSpec
 from l3ha.lab.stack.ovnstack import OvnStack, ovn_stack_up, ovn_teardown
 from l3ha.lab.stack.ovntopology import (
     add_floating_ip,
@@ -56,6 +59,7 @@ from l3ha.lab.stack.ovntopology import (
     longest_silences,
     raise_chassis,
 )
+from l3ha.lab.stack.relay import relay_into
 from l3ha.lab.stack.spec import CLOUD_NAME
 from ovn_trace import SIGNALS, GatewayTrace  # bench/ is on the path when run as a script
 
@@ -73,10 +77,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ping", type=int, default=30, help="gateways pinged at once at most")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--trace", action="store_true", help="time each drained router's outage")
+    parser.add_argument("--trace-dir", type=Path, default=None, help="where --trace writes")
     parser.add_argument(
         "--drain-only",
         action="store_true",
         help="only scenario 5 (skew every primary onto one chassis, drain it)",
+    )
+    parser.add_argument(
+        "--drain-modes",
+        default="plain",
+        metavar="MODE[,MODE]",
+        help="scenario 5 once per mode: plain (l3ha drain) and/or probe (l3ha drain --probe "
+        "icmp, run in the client namespace, the API relayed into it); default plain",
     )
     parser.add_argument(
         "--drain-concurrency",
@@ -99,6 +111,7 @@ class Bench:
         self.state = state
         self.rows: list[tuple[str, str]] = []
         self.busy: set[str] = set()
+        self.relay: subprocess.Popen[bytes] | None = None
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -248,7 +261,25 @@ class Bench:
         self.row("rebalance: outage per moved router",
                  _stats({n: s for n, s in silent.items() if n in moved}))  # fmt: skip
 
-    def drain(self, concurrency: int) -> None:
+    def l3ha_in_client(self, *argv: str) -> tuple[int, Any, float]:
+        """``l3ha`` run in the client namespace, where the gateways answer (the API relayed
+        into it): exit code, JSON document, seconds."""
+        if self.relay is None:
+            self.relay = relay_into(OVN_CLIENT_NS, self.stack.api_port)
+        program = Path(sys.executable).parent / "l3ha"
+        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.stack.layout.root / "clouds.yaml"),
+               "OS_CLOUD": CLOUD_NAME}  # fmt: skip
+        argv_ns = ["ip", "netns", "exec", OVN_CLIENT_NS, str(program), *argv, "-f", "json",
+                   "--state-dir", str(self.state)]  # fmt: skip
+        began = time.monotonic()
+        done = subprocess.run(argv_ns, env=env, capture_output=True, text=True, check=False)
+        took = time.monotonic() - began
+        if done.stderr.strip():
+            print(f"bench_ovn: l3ha stderr: {done.stderr.strip()[-2000:]}", flush=True)
+        text = done.stdout.strip()
+        return done.returncode, (json.loads(text) if text else None), took
+
+    def drain(self, concurrency: int, probe: str | None = None) -> None:
         host = self.stack.spec.hosts[1]
         agent = next(a["id"] for a in self.stack.api.agents(AGENT_TYPE) if a["host"] == host)
         began = time.monotonic()
@@ -266,20 +297,30 @@ class Bench:
                  f"{skewed} primaries in {took:.1f} s; {self.spread()}; {alive}; "
                  f"{answering}")  # fmt: skip
         result: list[tuple[int, Any, float]] = []
-        drain_argv = ("drain", host, "--concurrency", str(concurrency))
+        drain_argv: tuple[str, ...] = ("drain", host, "--concurrency", str(concurrency))
+        if probe is not None:
+            drain_argv += ("--probe", probe)
+
+        def run_drain() -> None:
+            run = self.l3ha if probe is None else self.l3ha_in_client
+            result.append(run(*drain_argv))
+
         if self.args.trace:
-            silent = self.traced(names, lambda: result.append(self.l3ha(*drain_argv)), host)
+            label = "-".join(drain_argv[2:]).replace("--", "")
+            silent = self.traced(names, run_drain, host, f"trace-{label}.json")
         else:
-            silent = self.silences(names, lambda: result.append(self.l3ha(*drain_argv)),
-                                   self.args.watch)  # fmt: skip
+            silent = self.silences(names, run_drain, self.args.watch)
         ((code, doc, took),) = result
-        self.row(f"l3ha drain {host} --concurrency {concurrency} ({skewed} primaries)",
+        shown = " ".join(drain_argv)
+        self.row(f"l3ha {shown} ({skewed} primaries)",
                  f"exit {code} in {took:.1f} s, {_counts(doc)}; {self.spread()}")  # fmt: skip
         self.row("drain: outage per moved router", _stats(silent))
 
-    def traced(self, names: list[str], action: Callable[[], None], source: str) -> dict[str, float]:
+    def traced(
+        self, names: list[str], action: Callable[[], None], source: str, file_name: str
+    ) -> dict[str, float]:
         """``silences`` with a ``GatewayTrace``: the medians of where each moved router's
-        outage went, as rows; every router in ``trace.json``."""
+        outage went, as rows; every router in ``file_name``."""
         chosen = [r for r in self.stack.routers if r["name"] in names][: self.args.ping]
         began = time.time()
         with GatewayTrace(self.stack) as trace:
@@ -297,10 +338,9 @@ class Bench:
                 when = trace.changed_to(name, signal, after.get(name, ""), began)
                 row[signal] = None if when is None else when - began
             rows.append(row)
-        (self.args.dir or Path(self.state)).mkdir(parents=True, exist_ok=True)
-        (self.args.dir or Path(self.state)).joinpath("trace.json").write_text(
-            json.dumps(rows, indent=1)
-        )
+        where = self.args.trace_dir or Path(self.state)
+        where.mkdir(parents=True, exist_ok=True)
+        where.joinpath(file_name).write_text(json.dumps(rows, indent=1))
         for column in ("dark", *SIGNALS, "light"):
             values = sorted(r[column] for r in rows if r[column] is not None)
             if values:
@@ -330,18 +370,23 @@ def run(args: argparse.Namespace) -> int:
     began = time.monotonic()
     stack = ovn_stack_up(OvnSpec(chassis=3, routers=args.routers), directory)
     print(f"bench_ovn: stack up with {args.routers} routers in {time.monotonic() - began:.0f} s")
+    state = Path(tempfile.mkdtemp(prefix="l3ha-bench-ovn-"))
+    bench = Bench(stack, args, state)
     try:
-        with tempfile.TemporaryDirectory(prefix="l3ha-bench-ovn-") as state:
-            bench = Bench(stack, args, Path(state))
-            if not args.drain_only:
-                bench.scheduler()
-                bench.crash_and_return(evacuate=False)
-                bench.crash_and_return(evacuate=True)
-                bench.rebalance()
-            for concurrency in args.drain_concurrency.split(","):
-                bench.drain(int(concurrency))
+        if not args.drain_only:
+            bench.scheduler()
+            bench.crash_and_return(evacuate=False)
+            bench.crash_and_return(evacuate=True)
+            bench.rebalance()
+        for concurrency in args.drain_concurrency.split(","):
+            for mode in args.drain_modes.split(","):
+                bench.drain(int(concurrency), probe="icmp" if mode == "probe" else None)
     finally:
+        if bench.relay is not None:
+            bench.relay.kill()
+            bench.relay.wait(10)
         ovn_teardown(directory)
+        shutil.rmtree(state, ignore_errors=True)
         if args.dir is None:
             with contextlib.suppress(OSError):  # the temporary parent made above, if empty
                 directory.parent.rmdir()

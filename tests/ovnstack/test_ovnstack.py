@@ -8,11 +8,12 @@ the baseline (kill the chassis primary for a router, measure the gateway's silen
 it: it pre-empts back, the failback outage l3ha is to prevent); ``l3ha agent list``,
 ``router list`` and ``check`` through the stack's clouds.yaml; kill a primary again,
 ``l3ha evacuate`` it once the API shows it dead, revive it (no router fails back: no
-silence); ``l3ha drain`` a live primary (each drained router's silence measured from the
-client); the southbound database stopped 3 s (the gateways keep answering); ``l3ha watch``
-evacuating a crashed chassis; rebalance by floating IPs; undrain --rebalance; ``l3ha
-rolling`` over one gateway node whose ovn-controller and Open vSwitch restart (no fail-back,
-no router dark longer than a graceful move); ``l3ha watch --auto-rebalance`` through a 30 s
+silence); ``l3ha drain --probe icmp`` a live primary, run in the client namespace where
+the gateways answer (each drained router's silence measured from the client); the
+southbound database stopped 3 s (the gateways keep answering); ``l3ha watch`` evacuating
+a crashed chassis; rebalance by floating IPs; undrain --rebalance; ``l3ha rolling`` over
+one gateway node whose ovn-controller and Open vSwitch restart (no fail-back, no router
+dark longer than a graceful move); ``l3ha watch --auto-rebalance`` through a 30 s
 southbound restart (a halt, nothing written, then the balance Neutron broke restored once
 the grace passed, each router moved at most once); teardown.
 Needs root, the packages of scripts/install-system-deps.sh (ovn-central, ovn-host) and the
@@ -47,6 +48,7 @@ from l3ha.lab.netns import list_namespaces
 from l3ha.lab.stack.ovnspec import (
     AGENT_TYPE,
     MAX_OVN_ROUTERS,
+    OVN_CLIENT_NS,
     OvnSpec,
     ovn_tenant_cidr,
     ovn_tenant_router_ip,
@@ -60,6 +62,7 @@ from l3ha.lab.stack.ovntopology import (
     raise_chassis,
 )
 from l3ha.lab.stack.processes import StackError, pids_naming
+from l3ha.lab.stack.relay import relay_into
 from l3ha.lab.stack.services import check_pymysql, neutron_python
 from l3ha.lab.stack.spec import CLOUD_NAME, EXTERNAL_CIDR
 
@@ -137,6 +140,28 @@ def l3ha(stack: OvnStack, capsys: pytest.CaptureFixture[str], *argv: str) -> tup
         code = main([*argv, "-f", "json"])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
+
+
+@pytest.fixture(scope="module")
+def api_in_client(stack: OvnStack) -> Iterator[None]:
+    """The stack's API relayed into the client namespace, for l3ha's data-plane probes."""
+    relay = relay_into(OVN_CLIENT_NS, stack.api_port)
+    try:
+        yield
+    finally:
+        relay.kill()
+        relay.wait(10)
+
+
+def l3ha_in_client(stack: OvnStack, *argv: str) -> tuple[int, Any, str]:
+    """``l3ha`` run in the client namespace (``api_in_client``): exit code, JSON, stderr."""
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(stack.layout.root / "clouds.yaml"),
+           "OS_CLOUD": CLOUD_NAME}  # fmt: skip
+    program = str(Path(sys.executable).parent / "l3ha")
+    argv_ns = ["ip", "netns", "exec", OVN_CLIENT_NS, program, *argv, "-f", "json"]
+    done = subprocess.run(argv_ns, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+    return done.returncode, (json.loads(done.stdout) if done.stdout.strip() else None), done.stderr
 
 
 def wait_primary(stack: OvnStack, router: dict[str, str], host: str, timeout: float) -> float:
@@ -281,27 +306,32 @@ def test_an_evacuated_chassis_does_not_fail_back_when_it_returns(
 @pytest.mark.slow
 @needs_stack
 def test_a_drain_moves_each_primary_gracefully(
-    stack: OvnStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    stack: OvnStack, api_in_client: None, tmp_path: Path
 ) -> None:
+    """``--probe icmp``: each move is done only once its router answers from the client."""
     for host in stack.spec.hosts:
         wait_alive(stack, host, True, DEAD_TIMEOUT_S)
     primaries = {r["name"]: stack.primary(r) for r in stack.routers}
     host = max(stack.spec.hosts, key=lambda h: list(primaries.values()).count(h))
     drained = [r for r in stack.routers if primaries[r["name"]] == host]
     assert drained
-    result: list[tuple[int, str, float]] = []
+    result: list[tuple[int, Any, str, float]] = []
 
     def drain() -> None:
         began = time.monotonic()
-        code, _, err = l3ha(stack, capsys, "drain", host, "--state-dir", str(tmp_path))
-        result.append((code, err, time.monotonic() - began))
+        code, doc, err = l3ha_in_client(stack, "drain", host, "--probe", "icmp",
+                                        "--state-dir", str(tmp_path))  # fmt: skip
+        result.append((code, doc, err, time.monotonic() - began))
 
     silent = longest_silences([r["gateway_ip"] for r in stack.routers], 20.0, drain)
-    ((code, err, took),) = result
+    ((code, doc, err, took),) = result
     per_router = {r["name"]: round(silent[r["gateway_ip"]], 1) for r in stack.routers}
-    report(f"drain {host} ({len(drained)} primaries) in {took:.1f} s: "
-           f"silence per router {per_router}, groups {groups(stack)}")  # fmt: skip
+    seconds = {m["router"]: m["seconds"] for m in doc["moves"] if m["outcome"] == "moved"}
+    report(f"drain --probe icmp {host} ({len(drained)} primaries) in {took:.1f} s: "
+           f"silence per router {per_router}, each move until it answered {seconds}, "
+           f"groups {groups(stack)}")  # fmt: skip
     assert code == 0, err
+    assert set(seconds) == {r["id"] for r in drained}
     after = groups(stack)
     for router in drained:
         assert stack.primary(router) not in ("", host)

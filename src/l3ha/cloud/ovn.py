@@ -88,6 +88,12 @@ class NeutronOvn:
             router_id, self._cloud.api.collection(path, "agents", what)
         )
 
+    def groups(self, router_ids: list[str]) -> dict[str, list[GatewayBinding]]:
+        """Several routers' groups, read fresh (one call per router, concurrently)."""
+        return dict(
+            zip(router_ids, self._cloud.api.concurrently(self.group, router_ids), strict=True)
+        )
+
     def read_ovn_snapshot(self) -> OvnSnapshot:
         """Chassis, routers and every router's group (one call per router, concurrently)."""
         observed_at = self._clock.wall().isoformat()

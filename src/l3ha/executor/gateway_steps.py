@@ -84,7 +84,7 @@ class GatewayReadiness:
     def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding | Answer]]:
         routers = sorted(set(object_ids))
         found: dict[str, list[GatewayBinding | Answer]] = {
-            r: [*self._ovn.group(r)] for r in routers
+            r: [*group] for r, group in self._ovn.groups(routers).items()
         }
         if self._probe is None:
             return found

@@ -8,6 +8,10 @@ each connection to 127.0.0.1:TARGET_PORT of the namespace it was started in
 the broker while no service binds to anything but loopback. Killing the relay
 cuts the node's control-plane link; a connection whose other side closes is
 closed too (the broker stopping drops every agent's connection).
+
+``relay_into`` starts one as a process and waits until it accepts: l3ha run inside the
+client namespace, where routers' gateways answer its data-plane probe, reaches the
+Neutron API so.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import contextlib
 import ctypes
 import os
 import socket
+import subprocess
 import sys
 import threading
+import time
 
 CLONE_NEWNET = 0x40000000
 CHUNK = 65536
@@ -65,6 +71,24 @@ def serve(server: socket.socket, target_port: int) -> None:
         upstream.settimeout(None)
         for source, sink in ((client, upstream), (upstream, client)):
             threading.Thread(target=pump, args=(source, sink), daemon=True).start()
+
+
+def relay_into(namespace: str, port: int, timeout: float = 20.0) -> subprocess.Popen[bytes]:
+    """A relay process from 127.0.0.1:``port`` inside ``namespace`` (its loopback brought up)
+    to 127.0.0.1:``port`` here, once a connection through it succeeds."""
+    subprocess.run(["ip", "-n", namespace, "link", "set", "lo", "up"], check=True)
+    relay = subprocess.Popen([sys.executable, "-m", "l3ha.lab.stack.relay", namespace,
+                              str(port), str(port)])  # fmt: skip
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1).close()"
+    check = ["ip", "netns", "exec", namespace, sys.executable, "-c", connect]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if subprocess.run(check, capture_output=True, check=False).returncode == 0:
+            return relay
+        time.sleep(0.2)
+    relay.kill()
+    relay.wait()
+    raise OSError(f"127.0.0.1:{port} not reachable through the relay into {namespace}")
 
 
 def main() -> None:
