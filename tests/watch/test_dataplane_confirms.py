@@ -3,7 +3,9 @@ judged dead before ``--dead-after``; never one whose gateways answer (a manageme
 partition, a broker outage), never while a broad outage's gate holds, and an agent with
 nothing to probe waits for ``--dead-after``. The daemon's router half on the emulator, in
 this process on one ManualClock; the probe asks the emulator's data plane which gateways
-forward, and a probe nobody answers waits out its timeout on that clock."""
+forward, and a probe nobody answers waits out its timeout on that clock. Neutron's own
+agent_down_time is longer than ``--dead-after`` (as on a real cloud given a shorter
+judgement): its ``alive`` flag lags l3ha's verdict, and the evacuation must not wait for it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.daemon.dataplane import ProbeSpec
+from l3ha.daemon.judged import JudgedCloud
 from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.settings import load_settings
 from l3ha.daemon.watch import Parts, Watcher
@@ -30,6 +33,8 @@ DEAD_AFTER = 6.0
 #: Heartbeat values change once a second (stamped to the second): late after 2 s.
 REPORT_INTERVAL = 4.0
 PROBE_TIMEOUT = 1.0
+#: Neutron's agent_down_time in the emulator: its alive flag turns false long after l3ha's.
+NEUTRON_DOWN_TIME = 20.0
 
 
 @dataclass
@@ -75,7 +80,9 @@ class Scene:
 
 def _scene(tmp_path: Path, confirms: bool, agents: int) -> Iterator[Scene]:
     clock = ManualClock()
-    cloud_settings = {**FAST, "agents": agents, "routers": 2 * agents}
+    cloud_settings = {
+        **FAST, "agents": agents, "routers": 2 * agents, "agent_down_time": NEUTRON_DOWN_TIME
+    }  # fmt: skip
     with emulated_cloud(clock, workdir=tmp_path, environ=os.environ, **cloud_settings) as cloud:
         assert cloud.emulator is not None
         neutron = connect(cloud=CLOUD_NAME)
@@ -167,3 +174,22 @@ def test_an_agent_with_no_gateway_to_probe_keeps_its_verdict(confirming: Scene) 
     assert confirming.probed == []
     assert kind.second_channel(world, judged, [agent]) == judged  # its gateways answer
     assert confirming.probed
+
+
+def test_an_agent_judged_dead_reads_dead_until_its_heartbeat_changes(confirming: Scene) -> None:
+    neutron = connect(cloud=CLOUD_NAME)
+    agent = confirming.emu.agent_ids_by_host()["net-1"]
+    confirming.emu.faults.kill_agent("net-1")
+    confirming.emu.advance(3.0)
+    seen = neutron.get_agent(agent)
+    assert seen.alive  # Neutron's agent_down_time has not passed yet
+    judged = JudgedCloud(neutron, {agent: seen.heartbeat_timestamp})
+    assert not judged.get_agent(agent).alive
+    assert [a.alive for a in judged.list_agents() if a.id == agent] == [False]
+    assert not judged.read_snapshot().agents_by_id[agent].alive
+    others = [a for a in judged.list_agents() if a.id != agent]
+    assert others and all(a.alive for a in others)
+    confirming.emu.faults.revive_agent("net-1")
+    confirming.emu.advance(2.0)
+    back = judged.get_agent(agent)
+    assert back.heartbeat_timestamp != seen.heartbeat_timestamp and back.alive
