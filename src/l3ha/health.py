@@ -361,18 +361,13 @@ def mark_partitioned(
 def confirm_candidates(
     state: HealthState, verdict_of: Mapping[str, Verdict], now: float, policy: HealthPolicy
 ) -> list[str]:
-    """SUSPECT agents late on ``dead_after_observations`` consecutive observations (sorted):
-    those the data plane may confirm dead before ``agent_down_time``. None while any fleet
-    gate holds: every gate applies first."""
+    """SUSPECT agents late on ``dead_after_observations`` consecutive observations (sorted),
+    which the data plane may confirm dead; none while any fleet gate holds (gates first)."""
     if fleet_halts(state, verdict_of, now, policy):
         return []
-    return sorted(
-        aid
-        for aid, v in verdict_of.items()
-        if v == Verdict.SUSPECT
-        and aid in state.tracks
-        and state.tracks[aid].stale_observations >= policy.dead_after_observations
-    )
+    n = policy.dead_after_observations
+    late = {aid for aid, t in state.tracks.items() if t.stale_observations >= n}
+    return sorted(aid for aid, v in verdict_of.items() if v == Verdict.SUSPECT and aid in late)
 
 
 def confirm_dead(
