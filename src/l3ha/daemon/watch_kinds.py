@@ -214,8 +214,8 @@ class RouterKind(_Kind):
             return judged
         answering = [a for a in dead_candidates(judged) if self._answers(world, a) is True]
         dark = [a for a in confirmable if self.confirms and self._answers(world, a) is False]
+        hosts = host_names(world)
         for agent_id in dark:
-            hosts = host_names(world)
             event("dataplane_dark", logging.WARNING, **named("agent", agent_id, hosts))
         return mark_partitioned(confirm_dead(judged, confirmable, dark), answering)
 
