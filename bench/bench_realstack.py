@@ -11,6 +11,15 @@ answering. The failover under test is one of:
 
 - ``l3ha``: ``l3ha watch --report-interval R --dead-after D --interval 1``
   through the counting proxy;
+- ``l3ha-dataplane``: the same watch with a shorter judgement made safe by the data
+  plane (``--dataplane-options``, default ``--dead-after 10 --report-interval 5
+  --dataplane-probe icmp``), run inside the client namespace ``l3rs-client`` (the
+  only place the routers' gateway addresses answer), the counting proxy's port
+  relayed into it (``l3ha.lab.stack.relay``); 169.254 addresses never enter the
+  machine's own namespace;
+- ``l3ha-confirms``: the same in the client namespace with ``--confirms-options``
+  (default: those and ``--dataplane-confirms``: a late agent whose gateways are all
+  dark is dead before ``--dead-after``);
 - ``neutron``: Neutron's own ``allow_automatic_l3agent_failover`` (periodic
   workers started for the trial; API calls are internal, not counted);
 - ``serial``: one router at a time (unbind, bind to the least loaded live agent,
@@ -25,13 +34,17 @@ routers moved, API calls.
 
     sudo -E .venv/bin/python bench/bench_realstack.py                    # 10-15 min
     sudo -E .venv/bin/python bench/bench_realstack.py --faults node-death --modes l3ha neutron
+    sudo -E .venv/bin/python bench/bench_realstack.py --modes l3ha-dataplane \
+        --dataplane-options "--dead-after 10 --report-interval 5 --dataplane-probe icmp"
     sudo -E .venv/bin/python bench/bench_realstack.py --calibrate     # the emulator's timings
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +56,7 @@ from counting_proxy import CountingProxy  # bench/ is on the path when run as a 
 from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.reach import Pingers, Reach
 from l3ha.lab.stack.scenario import SerialFailover, Watch, heal
-from l3ha.lab.stack.spec import StackSpec, tenant_router_ip, vm_namespace
+from l3ha.lab.stack.spec import CLIENT_NS, StackSpec, tenant_router_ip, vm_namespace
 from l3ha.lab.stack.stack import Stack, stack_up
 from l3ha.lab.stack.teardown import teardown
 from l3ha.lab.stack.topology import (
@@ -55,7 +68,10 @@ from l3ha.lab.stack.topology import (
     wait_for_agents,
 )
 
-MODES = ("l3ha", "neutron", "serial")
+MODES = ("l3ha", "l3ha-dataplane", "l3ha-confirms", "neutron", "serial")
+DEFAULT_MODES = ("l3ha", "neutron", "serial")
+DATAPLANE_OPTIONS = "--dead-after 10 --report-interval 5 --dataplane-probe icmp"
+CONFIRMS_OPTIONS = DATAPLANE_OPTIONS + " --dataplane-confirms"
 FAULTS = ("node-death", "broker-outage")
 VICTIM = "l3rs-n1"
 
@@ -75,7 +91,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--routers", type=int, default=9)
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(DEFAULT_MODES))
+    parser.add_argument(
+        "--dataplane-options",
+        default=DATAPLANE_OPTIONS,
+        help="the l3ha-dataplane watch's options (after the stack's timing)",
+    )
+    parser.add_argument("--confirms-options", default=CONFIRMS_OPTIONS,
+                        help="the l3ha-confirms watch's options")  # fmt: skip
+    parser.add_argument("--broker-modes", nargs="+", choices=MODES,
+                        help="modes of the broker-outage trials (default: --modes)")  # fmt: skip
     parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--dir", type=Path, default=Path("/run/l3ha/bench-stack"))
     parser.add_argument("--logs", type=Path, help="keep each trial's l3ha watch log here")
@@ -87,17 +112,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 class Failover:
     """One failover under test, started before the fault and stopped after the trial."""
 
-    def __init__(self, mode: str, stack: Stack, scratch: Path) -> None:
+    def __init__(self, mode: str, stack: Stack, scratch: Path, options: str = "") -> None:
         self.mode, self.stack, self.scratch = mode, stack, scratch
+        self.options = shlex.split(options)
         self.proxy = CountingProxy(stack.endpoint).start()
         self.watch: Watch | None = None
         self.serial: SerialFailover | None = None
+        self.relay: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        if self.mode == "l3ha":
+        if self.mode.startswith("l3ha"):
             clouds = self.scratch / "clouds.yaml"
             clouds.write_text(self.stack.clouds_yaml().replace(self.stack.endpoint, self.proxy.url))
-            self.watch = Watch(self.stack, self.scratch, clouds)
+            if self.mode == "l3ha":
+                self.watch = Watch(self.stack, self.scratch, clouds)
+            else:
+                self.relay = relay_into_client(self.proxy.url)
+                self.watch = Watch(self.stack, self.scratch, clouds, self.options,
+                                   namespace=CLIENT_NS)  # fmt: skip
         elif self.mode == "neutron":
             self.stack.start_neutron_failover()
         else:
@@ -110,6 +142,9 @@ class Failover:
         """Stop it; the API calls it made (None for Neutron's, which are internal)."""
         if self.watch is not None:
             self.watch.stop()
+        if self.relay is not None:
+            self.relay.kill()
+            self.relay.wait(10)
         if self.serial is not None:
             self.serial.stop()
             times = ", ".join(f"{t:.1f}" for t in self.serial.move_seconds)
@@ -119,6 +154,22 @@ class Failover:
         calls = sum(self.proxy.counts().values())
         self.proxy.stop()
         return None if self.mode == "neutron" else calls
+
+
+def relay_into_client(url: str) -> subprocess.Popen[bytes]:
+    """A relay from 127.0.0.1:PORT inside the client namespace to 127.0.0.1:PORT here (the
+    port of ``url``), so a watch run there reaches the API (through the counting proxy)."""
+    port = url.rstrip("/").rsplit(":", 1)[1]
+    argv = [sys.executable, "-m", "l3ha.lab.stack.relay", CLIENT_NS, port, port]
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1).close()"
+    check = ["ip", "netns", "exec", CLIENT_NS, sys.executable, "-c", connect]
+
+    def relayed() -> bool:
+        return subprocess.run(check, capture_output=True, check=False).returncode == 0
+
+    wait_for("the API relayed into the client namespace", relayed, 20, 0.2)
+    return process
 
 
 def inject(stack: Stack, fault: str) -> None:
@@ -135,13 +186,15 @@ def inject(stack: Stack, fault: str) -> None:
 
 
 def trial(
-    stack: Stack, fault: str, mode: str, placement: dict[str, list[str]], logs: Path | None
+    stack: Stack, fault: str, mode: str, placement: dict[str, list[str]], args: argparse.Namespace
 ) -> Result:
     heal(stack, placement)
     routers = stack.state.data["routers"]
+    logs: Path | None = args.logs
     with tempfile.TemporaryDirectory(prefix="l3rs-bench-") as tmp:
         scratch = Path(tmp)
-        failover = Failover(mode, stack, scratch)
+        options = {"l3ha-dataplane": args.dataplane_options, "l3ha-confirms": args.confirms_options}
+        failover = Failover(mode, stack, scratch, options.get(mode, ""))
         pingers = Pingers(stack.spec, scratch / "ping").start()
         failover.start()
         began = time.time()
@@ -181,13 +234,14 @@ def print_table(results: list[Result]) -> None:
               f"{r.longest_s:.1f} | {r.moved} | {calls} |")  # fmt: skip
     for fault in FAULTS:
         by_mode = {r.mode: r for r in results if r.fault == fault}
-        base = by_mode.get("l3ha")
-        if base is None or not base.all_back_s:
-            continue
-        for other in ("neutron", "serial"):
-            if other in by_mode and by_mode[other].all_back_s:
-                ratio = (by_mode[other].all_back_s or 0.0) / base.all_back_s
-                print(f"{fault}: {other} takes {ratio:.2f}x l3ha's time until every router answers")
+        for name, base in by_mode.items():
+            if not name.startswith("l3ha") or not base.all_back_s:
+                continue
+            for other in ("neutron", "serial"):
+                if other in by_mode and by_mode[other].all_back_s:
+                    ratio = (by_mode[other].all_back_s or 0.0) / base.all_back_s
+                    print(f"{fault}: {other} takes {ratio:.2f}x {name}'s time until every "
+                          "router answers")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
@@ -201,8 +255,9 @@ def main(argv: list[str]) -> int:
             calibrate(stack, placement)
             return 0
         for fault in args.faults:
-            for mode in args.modes:
-                result = trial(stack, fault, mode, placement, args.logs)
+            broker = fault == "broker-outage" and args.broker_modes
+            for mode in args.broker_modes if broker else args.modes:
+                result = trial(stack, fault, mode, placement, args)
                 print(result, flush=True)
                 results.append(result)
     finally:

@@ -15,7 +15,12 @@ again is an agent that was late when a broad outage's recovery wiped its
 silence (it must beat again to be alive). A restarted
 agent gets a grace period that grows with the routers it
 hosts (rule 8); a DEAD agent whose data plane still answers is PARTITIONED and
-never acted on (``mark_partitioned``).
+never acted on (``mark_partitioned``). With the data plane as a second signal
+(``--dataplane-confirms``) an agent may also be judged DEAD before its silence
+reaches ``agent_down_time``: one late on ``dead_after_observations`` consecutive
+observations (``confirm_candidates``; none while any fleet gate holds) whose probed
+routers' gateways all failed to answer (``confirm_dead``); the daemon probes, this
+module only decides from the result.
 
 The fleet gates (``fleet_halts``: every gate that holds, most telling first) freeze
 every automatic move while any holds, and say why (rule 9):
@@ -349,6 +354,29 @@ def mark_partitioned(
     """DEAD agents in ``answering`` (agent ids whose data plane answered) become PARTITIONED."""
     return {
         aid: Verdict.PARTITIONED if v == Verdict.DEAD and aid in answering else v
+        for aid, v in verdict_of.items()
+    }
+
+
+def confirm_candidates(
+    state: HealthState, verdict_of: Mapping[str, Verdict], now: float, policy: HealthPolicy
+) -> list[str]:
+    """SUSPECT agents late on ``dead_after_observations`` consecutive observations (sorted),
+    which the data plane may confirm dead; none while any fleet gate holds (gates first)."""
+    if fleet_halts(state, verdict_of, now, policy):
+        return []
+    n = policy.dead_after_observations
+    late = {aid for aid, t in state.tracks.items() if t.stale_observations >= n}
+    return sorted(aid for aid, v in verdict_of.items() if v == Verdict.SUSPECT and aid in late)
+
+
+def confirm_dead(
+    verdict_of: Mapping[str, Verdict], candidates: Collection[str], dark: Collection[str]
+) -> dict[str, Verdict]:
+    """SUSPECT ``candidates`` (``confirm_candidates``) in ``dark`` (agent ids whose probed
+    gateways all failed to answer) become DEAD; every other verdict stays."""
+    return {
+        aid: Verdict.DEAD if v == Verdict.SUSPECT and aid in candidates and aid in dark else v
         for aid, v in verdict_of.items()
     }
 

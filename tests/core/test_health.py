@@ -24,6 +24,8 @@ from l3ha.health import (
     HealthState,
     Verdict,
     api_fleet_gate,
+    confirm_candidates,
+    confirm_dead,
     dead_candidates,
     fleet_halts,
     mark_partitioned,
@@ -210,6 +212,44 @@ def test_dead_agent_whose_data_plane_answers_is_partitioned_and_never_a_candidat
     }
     assert dead_candidates(marked) == ["a"]
     assert v["b"] == Verdict.DEAD  # the input is not changed
+
+
+def test_a_late_agent_is_a_confirm_candidate_after_n_late_observations_only() -> None:
+    sim = Fleet({"a": 0.0, "b": 0.0, "c": 0.0}, silences=silence(["a"], 1.0), interval=1.0)
+    steps = sim.run(D + 5)  # a's last heartbeat was written at t=0
+    n = POLICY.dead_after_observations
+    for s in steps:
+        late = s.state.tracks["a"].stale_observations
+        expected = ["a"] if late >= n and s.verdicts["a"] == Verdict.SUSPECT else []
+        assert confirm_candidates(s.state, s.verdicts, s.t, POLICY) == expected
+    first = next(s for s in steps if confirm_candidates(s.state, s.verdicts, s.t, POLICY))
+    assert D - R < first.t < D  # before a heartbeat-only verdict could be reached
+    assert first.verdicts["a"] == Verdict.SUSPECT
+    assert all(s.verdicts[x] == Verdict.ALIVE for s in steps[-3:] for x in ("b", "c"))
+
+
+def test_the_data_plane_confirms_only_a_dark_candidate_dead() -> None:
+    v = {"a": Verdict.SUSPECT, "b": Verdict.SUSPECT, "c": Verdict.ALIVE, "d": Verdict.GRACE}
+    confirmed = confirm_dead(v, ["a", "c", "d"], {"a", "b", "c", "d"})
+    assert confirmed == {
+        "a": Verdict.DEAD,  # a candidate and dark
+        "b": Verdict.SUSPECT,  # dark but not (yet) a candidate
+        "c": Verdict.ALIVE,  # only SUSPECT agents change
+        "d": Verdict.GRACE,
+    }
+    assert confirm_dead(v, ["a"], set()) == v  # nothing dark: nothing changes
+    assert v["a"] == Verdict.SUSPECT  # the input is not changed
+
+
+def test_no_confirm_candidate_while_a_fleet_gate_holds() -> None:
+    sim = fleet(5, silences=silence(["n00", "n01", "n02"], 50.0), interval=1.0)
+    steps = sim.run(50.0 + D - 1)
+    late = [s for s in steps if s.halts]
+    assert late and all(s.reasons == {HaltReason.CONTROL_PLANE_SUSPECT} for s in late)
+    assert any(
+        s.state.tracks["n00"].stale_observations >= POLICY.dead_after_observations for s in late
+    )
+    assert all(confirm_candidates(s.state, s.verdicts, s.t, POLICY) == [] for s in late)
 
 
 def test_summarize_counts_every_verdict() -> None:

@@ -59,7 +59,7 @@ def test_defaults_without_files_or_flags(tmp_path: Path) -> None:
     s = settings(tmp_path)
     assert (s.interval, s.once, s.dry_run) == (10.0, False, False)
     assert (s.dead_after, s.dead_observations, s.max_dead_fraction) == (75.0, 3, 0.55)
-    assert (s.dataplane_probe, s.probe_routers) == ("", 3)
+    assert (s.dataplane_probe, s.probe_routers, s.dataplane_confirms) == ("", 3, False)
     assert (s.max_moves_per_minute, s.disrupted_moves_per_minute) == (600.0, 60.0)
     assert (s.max_moves_per_cycle, s.full_resync, s.concurrency) == (400, 30, 8)
     assert (s.shutdown_timeout, s.port_timeout) == (60.0, 300.0)
@@ -126,6 +126,8 @@ def test_default_section_options(tmp_path: Path) -> None:
             r"coordination 'localhost:2379': expected a URL",
         ),
         ("[watch]\ndisrupted_moves_per_minute = 900\n", r"must not exceed max_moves_per_minute"),
+        ("[watch]\ndataplane_confirms = true\n", r"dataplane_confirms needs dataplane_probe"),
+        ("[watch]\ndataplane_confirms = maybe\n", r"\[watch\] dataplane_confirms = 'maybe'"),
     ],
 )
 def test_bad_files_are_one_line_bad_input_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -154,6 +156,8 @@ def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
         (["--dead-observations", "three"], r"--dead-observations 'three'"),
         (["--metrics-port", "70000"], r"--metrics-port '70000'"),
         (["--dataplane-probe", "tcp:99999"], r"dataplane_probe 'tcp:99999'"),
+        (["--dataplane-confirms"], r"dataplane_confirms needs dataplane_probe"),
+        (["--dataplane-confirms", "--dataplane-probe", ""], r"dataplane_confirms needs"),
     ],
 )
 def test_bad_flags_are_one_line_bad_input_errors(
@@ -161,6 +165,12 @@ def test_bad_flags_are_one_line_bad_input_errors(
 ) -> None:
     with pytest.raises(BadInputError, match=message):
         settings(tmp_path, *argv)
+
+
+def test_dataplane_confirms_with_a_probe(tmp_path: Path) -> None:
+    s = settings(tmp_path, "--dataplane-probe", "icmp", "--dataplane-confirms")
+    assert (s.dataplane_probe, s.dataplane_confirms) == ("icmp", True)
+    assert not settings(tmp_path, "--dataplane-probe", "icmp").dataplane_confirms
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,7 @@ def test_systemd_is_told_ready_and_the_watchdog_is_petted(cloud: Scene) -> None:
         (["--dataplane-probe", "udp:53"], "dataplane_probe"),
         (["--config-file", "/nonexistent/l3ha.conf"], "not found"),
         (["--report-interval", "100"], "report_interval"),
+        (["--dataplane-confirms"], "dataplane_confirms needs dataplane_probe"),
     ],
 )
 def test_bad_input_is_one_line_and_a_nonzero_exit(

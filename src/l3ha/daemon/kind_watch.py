@@ -10,8 +10,11 @@ does the rest once for all of them:
    with the daemon's policy (an agent is dead when its heartbeat value has not
    changed for ``dead_after`` on l3ha's clock, ``dead_observations`` times in a row),
    have the kind refresh its world for the agents whose verdict changed, ask its
-   second channel, apply the fleet and zone gates. A failed read halts (never act on
-   stale data); for kinds that ask for it, so does a read slower than the interval.
+   second channel (given the agents it may confirm dead early,
+   ``health.confirm_candidates``), apply the fleet and zone gates. A failed read halts (never act on
+   stale data); for kinds that ask for it, so does a read slower than the interval (the
+   reads only: the second channel's probes, which wait out their timeout on a dark
+   node, are not counted).
 2. ``report``: one event per verdict change, per halt when it begins, when every gate
    has cleared and when a read failed (named by the kind: ``halt``/``dhcp_halt``).
 3. ``act`` (the leader only, when nothing halts): evacuate each dead agent, then
@@ -79,7 +82,9 @@ class WatchedKind(Protocol[W]):
     def refresh(self, agents: Sequence[Agent], changed: set[str]) -> W: ...
     def placements(self) -> dict[str, int]: ...
     def hosts(self, world: W | None) -> dict[str, str]: ...
-    def second_channel(self, world: W, judged: dict[str, Verdict]) -> dict[str, Verdict]: ...
+    def second_channel(
+        self, world: W, judged: dict[str, Verdict], confirmable: Sequence[str]
+    ) -> dict[str, Verdict]: ...
     def decide(self, world: W, verdict_of: Mapping[str, Verdict]) -> list[Decision]: ...
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
@@ -159,9 +164,11 @@ class KindWatch(Generic[W]):
         except L3haError as exc:
             self.kind.acted(None)
             return self._failed(clock_now() - now, str(exc))
-        judged = self.kind.second_channel(world, judged)
-        self.previous = dict(judged)
+        # the reads only: a probe waiting out its timeout on a dark node is no stale read
         read_seconds = clock_now() - now
+        confirmable = health.confirm_candidates(self.state, judged, now, self.policy)
+        judged = self.kind.second_channel(world, judged, confirmable)
+        self.previous = dict(judged)
         halts = health.fleet_halts(self.state, judged, now, self.policy)
         stale = snapshot_gate(True, read_seconds, self.interval)
         if stale and self.kind.names.slow_read_halts:

@@ -82,6 +82,12 @@ _SPECS: tuple[tuple[str, cfg.Opt, str], ...] = (
         "the external gateway addresses of some of its routers. Any answer means the agent "
         "still forwards (partitioned, not dead) and nothing moves. Empty: off. 'icmp' needs "
         "raw sockets (root or CAP_NET_RAW)."), "tcp:PORT|icmp"),
+    (WATCH, cfg.BoolOpt("dataplane_confirms", default=False,
+        help="With dataplane_probe: an agent that has missed a heartbeat (silent for dead_after "
+        "minus report_interval) on dead_observations consecutive cycles, and none of whose "
+        "probed gateways answers, is dead at once, before its silence reaches dead_after. "
+        "Every gate still applies first; an agent with no legacy router to probe waits for "
+        "dead_after."), ""),
     (WATCH, cfg.IntOpt("probe_routers", default=3, min=1,
         help="How many of a stale agent's routers the data-plane probe tries."), "N"),
     (WATCH, cfg.BoolOpt("auto_rebalance", default=False,
@@ -161,6 +167,7 @@ class WatchSettings:
     max_dead_fraction: float
     dataplane_probe: str
     probe_routers: int
+    dataplane_confirms: bool
     auto_rebalance: bool
     max_moves_per_minute: float
     disrupted_moves_per_minute: float
@@ -341,6 +348,8 @@ def _settings(
             f"report_interval ({values['report_interval']:g} s) must be shorter than "
             f"dead_after ({values['dead_after']:g} s)"
         )
+    if values["dataplane_confirms"] and not values["dataplane_probe"]:
+        raise BadInputError("dataplane_confirms needs dataplane_probe (tcp:PORT or icmp)")
     if values["disrupted_moves_per_minute"] > values["max_moves_per_minute"]:
         raise BadInputError(
             f"disrupted_moves_per_minute ({values['disrupted_moves_per_minute']:g}) must not "

@@ -5,7 +5,11 @@ Each class supplies what ``l3ha.daemon.kind_watch.KindWatch`` asks of a kind and
 nothing more:
 
 - ``RouterKind`` (L3 agents): the world is cached and refreshed agent by agent
-  (``l3ha.daemon.world``), the data-plane probe is its second channel, the router
+  (``l3ha.daemon.world``), the data-plane probe is its second channel (a veto on a
+  DEAD agent whose gateways answer; with ``--dataplane-confirms`` also an early DEAD
+  for a late agent whose gateways are all dark); its operations read the agents through
+  ``l3ha.daemon.judged`` (an agent l3ha judged dead stays dead until it beats again,
+  whatever Neutron's slower ``alive`` flag says), the router
   operations act (``run_action``) and a new leader first finishes what an earlier one
   left open (``resume``).
 - ``DhcpKind`` (``--dhcp``): the whole DHCP picture is read again when a verdict
@@ -38,13 +42,20 @@ from l3ha.cloud.base import Cloud
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec, probe_gateways
 from l3ha.daemon.decide import Decision, decide, decide_dhcp, decide_gateways, overlay, targets
+from l3ha.daemon.judged import JudgedCloud
 from l3ha.daemon.kind_watch import KindNames, Result, RunArgs
 from l3ha.daemon.logevents import event, host_names, named
 from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.world import WorldCache
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import L3haError
-from l3ha.health import HealthPolicy, Verdict, dead_candidates, mark_partitioned
+from l3ha.health import (
+    HealthPolicy,
+    Verdict,
+    confirm_dead,
+    dead_candidates,
+    mark_partitioned,
+)
 from l3ha.journal import Journal
 from l3ha.model import Agent, Snapshot
 from l3ha.operations import Action, ActionRequest, OperationContext, resume, run_action
@@ -124,7 +135,9 @@ class _Kind:
         world = self.world
         return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
 
-    def second_channel(self, world: Any, judged: dict[str, Verdict]) -> dict[str, Verdict]:
+    def second_channel(
+        self, world: Any, judged: dict[str, Verdict], confirmable: Sequence[str]
+    ) -> dict[str, Verdict]:
         return judged
 
     def hosts(self, world: Any) -> dict[str, str]:
@@ -173,6 +186,7 @@ class RouterKind(_Kind):
         self.probe: ProbeSpec | None = None
         self.probe_routers = 3
         self.probe_timeout = 1.0
+        self.confirms = False
         self.prober: Prober = probe_gateways
 
     def read_agents(self) -> list[Agent]:
@@ -190,16 +204,27 @@ class RouterKind(_Kind):
             return {}
         return {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
 
-    def second_channel(self, world: Snapshot, judged: dict[str, Verdict]) -> dict[str, Verdict]:
-        """DEAD agents whose routers' gateways still answer become PARTITIONED."""
+    def second_channel(
+        self, world: Snapshot, judged: dict[str, Verdict], confirmable: Sequence[str]
+    ) -> dict[str, Verdict]:
+        """DEAD agents whose routers' gateways still answer become PARTITIONED; with
+        ``--dataplane-confirms``, ``confirmable`` agents whose probed gateways all stay
+        silent become DEAD (an agent with no gateway to probe keeps its verdict)."""
         if self.probe is None:
             return judged
-        answering = []
-        for agent_id in dead_candidates(judged):
-            addresses = _gateway_sample(world, agent_id, self.probe_routers)
-            if addresses and self.prober(self.probe, addresses, self.probe_timeout):
-                answering.append(agent_id)
-        return mark_partitioned(judged, answering)
+        answering = [a for a in dead_candidates(judged) if self._answers(world, a) is True]
+        dark = [a for a in confirmable if self.confirms and self._answers(world, a) is False]
+        hosts = host_names(world)
+        for agent_id in dark:
+            event("dataplane_dark", logging.WARNING, **named("agent", agent_id, hosts))
+        return mark_partitioned(confirm_dead(judged, confirmable, dark), answering)
+
+    def _answers(self, world: Snapshot, agent_id: str) -> bool | None:
+        """Whether any probed gateway of the agent's routers answered (None: none to probe)."""
+        addresses = _gateway_sample(world, agent_id, self.probe_routers)
+        if not addresses or self.probe is None:
+            return None
+        return bool(self.prober(self.probe, addresses, self.probe_timeout))
 
     def decide(self, world: Snapshot, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
         return decide(world, verdict_of, self.auto_rebalance)
@@ -210,12 +235,20 @@ class RouterKind(_Kind):
         probe = settings.dataplane_probe
         self.probe = parse_probe_spec(probe) if probe else None
         self.probe_routers = settings.probe_routers
+        self.confirms = settings.dataplane_confirms
 
     def _context(self, args: RunArgs, verdict_of: Mapping[str, Verdict] | None) -> OperationContext:
         ctx = OperationContext(self.cloud, **self._ctx_args(args))
         if verdict_of is not None:
-            ctx = replace(ctx, observer=lambda ha: self._judged_world(ha, verdict_of))
+            cloud = JudgedCloud(self.cloud, self._dead_heartbeats(verdict_of))
+            ctx = replace(ctx, cloud=cloud, observer=lambda ha: self._judged_world(ha, verdict_of))
         return ctx
+
+    def _dead_heartbeats(self, verdict_of: Mapping[str, Verdict]) -> dict[str, str]:
+        """Each agent judged DEAD -> the heartbeat value of this cycle's reading."""
+        snapshot = self.cache.snapshot
+        agents = () if snapshot is None else snapshot.agents
+        return {a.id: a.heartbeat_timestamp for a in agents if verdict_of.get(a.id) is Verdict.DEAD}
 
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
@@ -315,7 +348,9 @@ class GatewayKind(_Kind):
         self.grace = HealthPolicy()
         self._alive_since: dict[str, float] = {}
 
-    def second_channel(self, world: OvnSnapshot, judged: dict[str, Verdict]) -> dict[str, Verdict]:
+    def second_channel(
+        self, world: OvnSnapshot, judged: dict[str, Verdict], confirmable: Sequence[str]
+    ) -> dict[str, Verdict]:
         """No second channel; notes since when each chassis has been judged alive."""
         now = self.clock.monotonic()
         self._alive_since = {

@@ -2,8 +2,9 @@
 
 - ``heal``: every node up, every router hosted (optionally back where a given
   placement had it), every VM answering: the same starting point for each run.
-- ``Watch``: ``l3ha watch`` on the stack as a process, stopped with SIGTERM; its log
-  read back (``resumed``: acting again, every agent judged alive).
+- ``Watch``: ``l3ha watch`` on the stack as a process (with extra options, optionally
+  inside a namespace such as the client's, where routers' gateways answer), stopped with
+  SIGTERM; its log read back (``resumed``: acting again, every agent judged alive).
 - ``SerialFailover``: the one-router-at-a-time way of older HA tools, as a
   baseline: when Neutron says an agent is dead (``alive: false``) and others
   are alive, move its routers one by one (unbind, bind to the least loaded live
@@ -18,7 +19,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,24 @@ def heal(stack: Stack, placement: dict[str, list[str]] | None = None) -> None:
 
 
 class Watch:
-    """``l3ha watch`` on the stack (through ``clouds_file`` if given), logging to a file."""
+    """``l3ha watch`` on the stack (through ``clouds_file`` if given), logging to a file.
 
-    def __init__(self, stack: Stack, directory: Path, clouds_file: Path | None = None) -> None:
-        argv, env = stack.watch_command(directory / "state")
+    ``options`` come after the stack's own timing (a later flag wins); with ``namespace``
+    the watch runs inside that network namespace (its API address must be reachable
+    there: see ``l3ha.lab.stack.relay``).
+    """
+
+    def __init__(
+        self,
+        stack: Stack,
+        directory: Path,
+        clouds_file: Path | None = None,
+        options: Sequence[str] = (),
+        namespace: str | None = None,
+    ) -> None:
+        argv, env = stack.watch_command(directory / "state", *options)
+        if namespace is not None:
+            argv = ["ip", "netns", "exec", namespace, *argv]
         if clouds_file is not None:
             env["OS_CLIENT_CONFIG_FILE"] = str(clouds_file)
         self.log = directory / "watch.log"
