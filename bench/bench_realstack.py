@@ -55,6 +55,7 @@ from pathlib import Path
 from counting_proxy import CountingProxy  # bench/ is on the path when run as a script
 from l3ha.lab.stack.processes import wait_for
 from l3ha.lab.stack.reach import Pingers, Reach
+from l3ha.lab.stack.relay import relay_into
 from l3ha.lab.stack.scenario import SerialFailover, Watch, heal
 from l3ha.lab.stack.spec import CLIENT_NS, StackSpec, tenant_router_ip, vm_namespace
 from l3ha.lab.stack.stack import Stack, stack_up
@@ -127,7 +128,8 @@ class Failover:
             if self.mode == "l3ha":
                 self.watch = Watch(self.stack, self.scratch, clouds)
             else:
-                self.relay = relay_into_client(self.proxy.url)
+                port = int(self.proxy.url.rstrip("/").rsplit(":", 1)[1])
+                self.relay = relay_into(CLIENT_NS, port)
                 self.watch = Watch(self.stack, self.scratch, clouds, self.options,
                                    namespace=CLIENT_NS)  # fmt: skip
         elif self.mode == "neutron":
@@ -154,22 +156,6 @@ class Failover:
         calls = sum(self.proxy.counts().values())
         self.proxy.stop()
         return None if self.mode == "neutron" else calls
-
-
-def relay_into_client(url: str) -> subprocess.Popen[bytes]:
-    """A relay from 127.0.0.1:PORT inside the client namespace to 127.0.0.1:PORT here (the
-    port of ``url``), so a watch run there reaches the API (through the counting proxy)."""
-    port = url.rstrip("/").rsplit(":", 1)[1]
-    argv = [sys.executable, "-m", "l3ha.lab.stack.relay", CLIENT_NS, port, port]
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
-    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1).close()"
-    check = ["ip", "netns", "exec", CLIENT_NS, sys.executable, "-c", connect]
-
-    def relayed() -> bool:
-        return subprocess.run(check, capture_output=True, check=False).returncode == 0
-
-    wait_for("the API relayed into the client namespace", relayed, 20, 0.2)
-    return process
 
 
 def inject(stack: Stack, fault: str) -> None:
@@ -292,7 +278,8 @@ def move_and_time(stack: Stack, names: list[str], target_host: str) -> list[tupl
         stack.api.post(f"agents/{agents[target_host]}/l3-routers", {"router_id": routers[name]})
         posted[name] = time.monotonic()
     index = {name: int(name[1:]) for name in names}
-    answered, active = {}, {}
+    answered: dict[str, float] = {}
+    active: dict[str, float] = {}
     deadline = time.monotonic() + 120
     while (len(answered) < len(names) or len(active) < len(names)) and time.monotonic() < deadline:
         for name in names:
