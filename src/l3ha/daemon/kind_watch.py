@@ -11,10 +11,10 @@ does the rest once for all of them:
    changed for ``dead_after`` on l3ha's clock, ``dead_observations`` times in a row),
    have the kind refresh its world for the agents whose verdict changed, ask its
    second channel (given the agents it may confirm dead early,
-   ``health.confirm_candidates``), apply the fleet and zone gates. A failed read halts (never act on
-   stale data); for kinds that ask for it, so does a read slower than the interval (the
-   reads only: the second channel's probes, which wait out their timeout on a dark
-   node, are not counted).
+   ``health.confirm_candidates``), apply the fleet and zone gates. A failed read halts
+   (never act on stale data); for kinds that ask for it, so does a read slower than the
+   interval (the reads only: the second channel's probes, which wait out their timeout
+   on a dark node, are not counted).
 2. ``report``: one event per verdict change, per halt when it begins, when every gate
    has cleared and when a read failed (named by the kind: ``halt``/``dhcp_halt``).
 3. ``act`` (the leader only, when nothing halts): evacuate each dead agent, then

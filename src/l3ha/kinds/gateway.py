@@ -1,5 +1,5 @@
 """The gateway kind: what one router's gateway move on OVN chassis does for the dispatcher.
-I/O: cloud, journal.
+I/O: cloud, journal, and the data plane through the probe a caller gives.
 
 1. re-check the router's chassis group (skip when the source chassis left it, or, for an
    evacuation, is alive again);
