@@ -22,8 +22,8 @@ from l3ha.cli.history import add_history_parser
 from l3ha.cli.output import add_format_options, emit, emit_document
 from l3ha.cli.ovn import add_backend_option
 from l3ha.cli.ovn_actions import (
+    add_drain_check_options,
     add_ovn_options,
-    add_probe_option,
     gateway_backend,
     run_gateway_action,
 )
@@ -137,7 +137,7 @@ def register(sub: Any) -> None:
         "lands there, and sweep up anything scheduled to it meanwhile.",
     )
     _add_run_options(p)
-    add_probe_option(p)
+    add_drain_check_options(p)
     p.set_defaults(func=lambda a: _on_gateways_or_routers(Action.DRAIN, a))
 
     p = _action_parser(

@@ -56,8 +56,8 @@ def add_ovn_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_probe_option(parser: argparse.ArgumentParser) -> None:
-    """``--probe``, for ``l3ha drain`` on ML2/OVN."""
+def add_drain_check_options(parser: argparse.ArgumentParser) -> None:
+    """``--probe`` and ``--ovn-nb``, for ``l3ha drain`` on ML2/OVN."""
     parser.add_argument(
         "--probe",
         metavar="tcp:PORT|icmp",
@@ -65,6 +65,26 @@ def add_probe_option(parser: argparse.ArgumentParser) -> None:
         "answer this probe (icmp needs root) before counting the move done; the canary "
         "first, a router still dark after --port-timeout is a problem (exit 1)",
     )
+    parser.add_argument(
+        "--ovn-nb",
+        metavar="unix:PATH|tcp:IP:PORT",
+        help="ML2/OVN: OVN's northbound database (read only; OVN 23.09 or later): after "
+        "moving a router's gateway, wait until its hosting-chassis is the new chassis; "
+        "the canary first, a router not hosted there after --port-timeout is a problem",
+    )
+
+
+def northbound_hosting(args: argparse.Namespace) -> Callable[[], dict[str, str]] | None:
+    """What ``--ovn-nb`` reads (None without it), read once here: a bad address, a database
+    that does not answer or has no hosting-chassis fails before anything is written."""
+    from l3ha.cloud.ovn_nb import NorthboundReader, parse_nb_address
+
+    text = getattr(args, "ovn_nb", None)
+    if text is None:
+        return None
+    reader = NorthboundReader(parse_nb_address(text))
+    reader.hosting()
+    return reader.hosting
 
 
 def gateway_probe(args: argparse.Namespace) -> GatewayProbe | None:
@@ -94,7 +114,7 @@ def gateway_backend(
     else:
         candidate = neutron_ovn(args) if cloud is None else NeutronOvn(cloud)
         ovn = candidate if candidate.backend(wanted) is Backend.OVN else None
-    for name in ("min_chassis", "probe"):
+    for name in ("min_chassis", "probe", "ovn_nb"):
         if ovn is None and getattr(args, name, None) is not None:
             option = "--" + name.replace("_", "-")
             raise BadInputError(
@@ -129,6 +149,7 @@ def run_gateway_action(
             min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
             execution=execution,
             probe=gateway_probe(args),
+            northbound=northbound_hosting(args),
         )
         run = drain if request.action is GatewayAction.DRAIN else evacuate
         result = run(ctx, request)

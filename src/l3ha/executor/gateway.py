@@ -1,12 +1,12 @@
 """The gateway executor: runs a gateway plan on OVN chassis. I/O: cloud, journal, threads,
-the data plane through a given probe.
+and through what a caller gives, the data plane and OVN's northbound database.
 
 The one place that changes router gateway chassis groups. Moves run through the
 dispatcher every kind shares (``l3ha.executor.dispatch``: the same budgets,
 ``ExecutorOptions``, stop request and journal failure as router moves); what one
 router's move does is the gateway kind (``l3ha.kinds.gateway``). Dry run writes nothing
 and reports the plan. With a probe, waiting for a router also probes its gateway
-addresses (the data plane).
+addresses (the data plane); with a hosting reader, it reads OVN's northbound database.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from l3ha.executor.dispatch import Dispatcher
 from l3ha.executor.gateway_outcome import GatewayMoveResult, GatewayOutcome, GatewayRunResult
 from l3ha.executor.gateway_steps import (
     GATEWAY_KIND_PREFIX,
+    GatewayHosting,
     GatewayProbe,
     GatewayWriter,
     journal_move,
@@ -45,11 +46,13 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
         canary: int = 0,
         probe: GatewayProbe | None = None,
         addresses: Mapping[str, Sequence[str]] | None = None,
+        hosting: GatewayHosting | None = None,
     ) -> GatewayRunResult:
         """Execute ``plan``; ``chassis``: every gateway chassis by id. Journalled as the
         operation ``ovn-<action>``; ``canary``: the leading moves written before the rest;
         ``probe``: wait for each router that changed hands to answer on its ``addresses``
-        (router id -> gateway addresses), the canary before the rest."""
+        (router id -> gateway addresses), ``hosting``: until OVN says its new chassis hosts
+        it; either way the canary before the rest."""
         if self.options.dry_run:
             planned = tuple(
                 GatewayMoveResult(m, GatewayOutcome.PLANNED, m.reason, m.target) for m in plan.moves
@@ -57,7 +60,7 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
             return GatewayRunResult(plan.action, planned, None, True, plan.warnings)
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
-        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, probe, addresses)
+        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, probe, addresses, hosting)
         dispatcher = Dispatcher(kind, guard, self.clock, self.options, should_stop=should_stop)
         operation = journal.begin_operation(
             GATEWAY_KIND_PREFIX + plan.action,

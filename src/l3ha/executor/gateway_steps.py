@@ -1,5 +1,5 @@
 """The writes of one gateway move and what it waits for. I/O: cloud (Neutron), journal, and
-the data plane through the probe a caller gives.
+through what a caller gives, the data plane and OVN's northbound database.
 
 Each move re-reads the router's chassis group and the chassis' liveness first (the
 re-check), journals its intent (fsynced), then writes through ``cloud.ovn``, which reads
@@ -7,8 +7,9 @@ every write back. A source chassis alive again is not removed (it would fail the
 over: that is a drain's job, not an evacuation's). ``recover_gateways`` closes the
 moves of an interrupted gateway operation from the groups as they are (it never writes to
 Neutron: the next evacuation plans anew from what it finds). ``GatewayReadiness`` waits
-until the router's group holds the target and, with a probe (``l3ha drain --probe``), until
-a router whose traffic the target took over answers on its gateway addresses again.
+until the router's group holds the target and, for a router whose traffic the target took
+over, with the northbound database (``l3ha drain --ovn-nb``) until OVN says the target
+hosts it, with a probe (``--probe``) until it answers on its gateway addresses again.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 GATEWAY_KIND_PREFIX = "ovn-"
 #: Probes gateway addresses once each; the ones that answered (``--probe``).
 GatewayProbe = Callable[[Sequence[str]], Collection[str]]
+#: Reads where OVN hosts each router's gateway now: router id -> chassis id (``--ovn-nb``).
+GatewayHosting = Callable[[], Mapping[str, str]]
 #: The moves after which the target forwards the router's traffic (it is raised to the top).
 TAKES_OVER = frozenset({GatewayMoveKind.PROMOTE, GatewayMoveKind.RAISE})
 
@@ -63,11 +66,23 @@ class Answer:
     answered: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Hosted:
+    """The chassis OVN's northbound database says hosts a router's gateway ("" none)."""
+
+    chassis_id: str
+
+
+Reading = GatewayBinding | Answer | Hosted
+
+
 class GatewayReadiness:
     """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
-    group, read back, holds that chassis and, with a ``probe``, after a move that makes the
-    chassis forward its traffic, every gateway address of the router answers.
-    ``hosts``: chassis id -> host; ``addresses``: router id -> its gateway addresses."""
+    group, read back, holds that chassis and, after a move that makes the chassis forward
+    its traffic, with ``hosting`` once OVN's northbound database says that chassis hosts it,
+    with a ``probe`` once every gateway address of the router answers. ``hosts``: chassis
+    id -> host; ``addresses``: router id -> its gateway addresses. What a router still
+    waits for is said in words (the move's reason when time runs out)."""
 
     def __init__(
         self,
@@ -75,36 +90,50 @@ class GatewayReadiness:
         hosts: Mapping[str, str],
         probe: GatewayProbe | None = None,
         addresses: Mapping[str, Sequence[str]] | None = None,
+        hosting: GatewayHosting | None = None,
     ) -> None:
         self._ovn = ovn
         self._hosts = hosts
         self._probe = probe
         self._addresses = addresses or {}
+        self._hosting = hosting
 
-    def read(self, object_ids: list[str]) -> dict[str, list[GatewayBinding | Answer]]:
+    def read(self, object_ids: list[str]) -> dict[str, list[Reading]]:
         routers = sorted(set(object_ids))
-        found: dict[str, list[GatewayBinding | Answer]] = {
+        found: dict[str, list[Reading]] = {
             r: [*group] for r, group in self._ovn.groups(routers).items()
         }
-        if self._probe is None:
-            return found
-        addresses = [a for r in routers for a in self._addresses.get(r, ())]
-        answered = set(self._probe(addresses)) if addresses else set()
-        for router in routers:
-            found[router] += [Answer(a, a in answered) for a in self._addresses.get(router, ())]
+        if self._hosting is not None:
+            hosted = self._hosting()
+            for router in routers:
+                found[router].append(Hosted(hosted.get(router, "")))
+        if self._probe is not None:
+            addresses = [a for r in routers for a in self._addresses.get(r, ())]
+            answered = set(self._probe(addresses)) if addresses else set()
+            for router in routers:
+                found[router] += [Answer(a, a in answered) for a in self._addresses.get(router, ())]
         return found
 
     def ready(
-        self, found: Sequence[GatewayBinding | Answer], kind: object, host: str
+        self, found: Sequence[Reading], kind: object, host: str
     ) -> tuple[bool, tuple[str, ...]]:
         if not any(
             isinstance(b, GatewayBinding) and self._hosts.get(b.chassis_id) == host for b in found
         ):
-            return False, (host,)
+            return False, (f"{host} not seen in the router's group again",)
         if kind not in TAKES_OVER:
             return True, ()
-        silent = tuple(a.address for a in found if isinstance(a, Answer) and not a.answered)
-        return not silent, silent
+        waiting = tuple(
+            f"still hosted on {self._hosts.get(h.chassis_id, h.chassis_id) or 'no chassis'} "
+            "(northbound hosting-chassis)"
+            for h in found
+            if isinstance(h, Hosted) and self._hosts.get(h.chassis_id) != host
+        ) + tuple(
+            f"gateway {a.address} not answering after the move"
+            for a in found
+            if isinstance(a, Answer) and not a.answered
+        )
+        return not waiting, waiting
 
 
 class GatewayWriter:

@@ -1,15 +1,17 @@
 """The gateway kind: what one router's gateway move on OVN chassis does for the dispatcher.
-I/O: cloud, journal, and the data plane through the probe a caller gives.
+I/O: cloud, journal, and through what a caller gives, the data plane and OVN's northbound
+database.
 
 1. re-check the router's chassis group (skip when the source chassis left it, or, for an
    evacuation, is alive again);
 2. journal the intent and write, each write read back: an evacuation removes the dead
    chassis and adds the replacement at the bottom; a drain raises the target above every
    chassis of the group (or, where the drained chassis is not the primary, only lowers it);
-3. (the dispatcher waits until the group, read again, holds the target and, with a probe,
-   until the router's gateway answers again: ``GatewayReadiness``; with a probe the rest of
-   the plan waits until the canary is ready, and a router still dark at the deadline is a
-   move gone wrong);
+3. (the dispatcher waits until the group, read again, holds the target and, given the
+   northbound database, until it hosts the gateway, given a probe, until the router's
+   gateway answers again: ``GatewayReadiness``; with either the rest of the plan waits
+   until the canary is ready, and a router still waiting at the deadline is a move gone
+   wrong);
 4. a drain then lowers the drained chassis to the bottom of the group; an evacuation's
    replacement is a standby, so nothing more.
 """
@@ -22,7 +24,12 @@ from enum import StrEnum
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
-from l3ha.executor.gateway_steps import GatewayProbe, GatewayReadiness, GatewayWriter
+from l3ha.executor.gateway_steps import (
+    GatewayHosting,
+    GatewayProbe,
+    GatewayReadiness,
+    GatewayWriter,
+)
 from l3ha.kinds.base import Ended, Item, RechecksInPhaseOne, Waited, Written
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
@@ -33,7 +40,8 @@ GatewayItem = Item[GatewayMove, GatewayMoveResult]
 class GatewayKind(RechecksInPhaseOne):
     """Router gateways on OVN gateway chassis (``l3ha.kinds.base.Kind``); ``chassis``: every
     gateway chassis by id; ``probe`` and ``addresses`` (router id -> gateway addresses): the
-    data plane a move waits for."""
+    data plane a move waits for; ``hosting``: where OVN's northbound database says each
+    router's gateway is hosted, which a move waits for too."""
 
     name = "gateway"
 
@@ -43,14 +51,15 @@ class GatewayKind(RechecksInPhaseOne):
         chassis: Mapping[str, Agent],
         probe: GatewayProbe | None = None,
         addresses: Mapping[str, Sequence[str]] | None = None,
+        hosting: GatewayHosting | None = None,
     ) -> None:
         self.writer = writer
         self.chassis = chassis
         hosts = {c.id: c.host for c in chassis.values()}
-        self.readiness = GatewayReadiness(writer.ovn, hosts, probe, addresses)
-        self.canary_until_ready = probe is not None
-        dark_is_bad = {GatewayOutcome.PENDING} if probe is not None else set()
-        self.bad: frozenset[StrEnum] = BAD_GATEWAY_OUTCOMES | dark_is_bad
+        self.readiness = GatewayReadiness(writer.ovn, hosts, probe, addresses, hosting)
+        self.canary_until_ready = probe is not None or hosting is not None
+        checked = {GatewayOutcome.PENDING} if self.canary_until_ready else set()
+        self.bad: frozenset[StrEnum] = BAD_GATEWAY_OUTCOMES | checked
 
     def object_id(self, move: GatewayMove) -> str:
         return move.router_id
@@ -83,11 +92,8 @@ class GatewayKind(RechecksInPhaseOne):
     def complete(self, item: GatewayItem, written: Written, waited: Waited) -> GatewayMoveResult:
         """The target is in the group (read back); a drain then lowers its source."""
         move = item.move
-        if not waited.ready and waited.waiting != (written.host,):
-            reason = f"gateway {', '.join(waited.waiting)} not answering after the move"
-            return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
         if not waited.ready:
-            reason = f"{written.host} not seen in the router's group again"
+            reason = "; ".join(waited.waiting) or f"{written.host}: no reading in time"
             return GatewayMoveResult(move, GatewayOutcome.PENDING, reason, written.target)
         planned = written.note == f"priority {move.priority}"
         reason = move.reason if planned else f"{move.reason}; {written.target} at {written.note}"

@@ -14,13 +14,16 @@ kind shares too.
 each, the first router alone as a canary, then lowers the chassis to the bottom of every
 group (``plan_drain``). Neutron refuses to disable an OVN agent, so nothing marks the
 chassis drained: a router created later may still be scheduled on it. With a probe each
-moved router must answer on its gateway addresses again (the canary before the rest
-start; a move holds its target's in-flight slot until then, so ``per_target_inflight``
-bounds the gateways each chassis takes over at once); one still dark is a problem.
+moved router must answer on its gateway addresses again, with the northbound database
+OVN must show it hosted on its new chassis (the canary before the rest start; a move
+holds its target's in-flight slot until then, so ``per_target_inflight`` bounds the
+gateways each chassis takes over at once); one still waiting at the deadline is a
+problem.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -29,7 +32,12 @@ from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.executor.gateway import GatewayExecutor
 from l3ha.executor.gateway_outcome import GatewayOutcome, GatewayRunResult
-from l3ha.executor.gateway_steps import GATEWAY_KIND_PREFIX, GatewayProbe, recover_gateways
+from l3ha.executor.gateway_steps import (
+    GATEWAY_KIND_PREFIX,
+    GatewayHosting,
+    GatewayProbe,
+    recover_gateways,
+)
 from l3ha.journal import Journal
 from l3ha.model import Agent
 from l3ha.operations.context import KindContext, operation_args
@@ -62,7 +70,8 @@ UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 class GatewayRequest:
     """One gateway action: ``agent`` names the chassis (host, id or id prefix); ``probe``
     (a drain): each moved router must answer on its gateway addresses again, the canary
-    before the rest."""
+    before the rest; ``northbound`` (a drain): OVN's hosting-chassis of every router port
+    (port name -> chassis name), which must show each moved router on its new chassis."""
 
     action: GatewayAction
     agent: str
@@ -71,6 +80,7 @@ class GatewayRequest:
     move_budget: int | None = None
     journal_args: tuple[tuple[str, str], ...] = ()
     probe: GatewayProbe | None = None
+    northbound: Callable[[], Mapping[str, str]] | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -184,18 +194,33 @@ class _Gateways:
             canary=self.canary,
             probe=request.probe,
             addresses={r.id: r.gateway_ips for r in world.routers},
+            hosting=self.hosting(),
         )
         return GatewayExecuted(plan, world, run)
+
+    def hosting(self) -> GatewayHosting | None:
+        """Router id -> the chassis hosting its gateway, from ``northbound`` (Neutron names
+        a router's gateway port ``lrp-<gateway port id>`` there)."""
+        northbound = self.request.northbound
+        if northbound is None:
+            return None
+        router_of = {f"lrp-{p.port_id}": p.router_id for p in self.ctx.ovn.gateway_ports()}
+
+        def read() -> dict[str, str]:
+            return {router_of[n]: c for n, c in northbound().items() if n in router_of}
+
+        return read
 
     def verify(self, step: GatewayExecuted) -> tuple[str, ...]:
         if self.request.action is GatewayAction.EVACUATE:
             return self.verify_evacuated()
-        dark = tuple(
+        checked = self.request.probe is not None or self.request.northbound is not None
+        waiting = tuple(
             f"router {r.object_id}: {r.reason}"
             for r in step.run.results
-            if self.request.probe is not None and r.outcome is GatewayOutcome.PENDING
+            if checked and r.outcome is GatewayOutcome.PENDING
         )
-        return dark + self.verify_drained()
+        return waiting + self.verify_drained()
 
     def verify_drained(self) -> tuple[str, ...]:
         """Read the cloud again: no router keeps its primary on the drained chassis."""
