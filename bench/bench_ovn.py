@@ -266,13 +266,8 @@ class Bench:
         into it): exit code, JSON document, seconds."""
         if self.relay is None:
             self.relay = relay_into(OVN_CLIENT_NS, self.stack.api_port)
-        program = Path(sys.executable).parent / "l3ha"
-        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.stack.layout.root / "clouds.yaml"),
-               "OS_CLOUD": CLOUD_NAME}  # fmt: skip
-        argv_ns = ["ip", "netns", "exec", OVN_CLIENT_NS, str(program), *argv, "-f", "json",
-                   "--state-dir", str(self.state)]  # fmt: skip
         began = time.monotonic()
-        done = subprocess.run(argv_ns, env=env, capture_output=True, text=True, check=False)
+        done = self.stack.l3ha_in_client(*argv, "-f", "json", "--state-dir", str(self.state))
         took = time.monotonic() - began
         if done.stderr.strip():
             print(f"bench_ovn: l3ha stderr: {done.stderr.strip()[-2000:]}", flush=True)

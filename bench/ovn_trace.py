@@ -1,4 +1,5 @@
-"""Where a gateway's outage goes: polls OVN and Neutron while a bench acts. I/O: ovn-*ctl, HTTP.
+"""Where a gateway's outage goes: polls OVN and Neutron while a bench acts. I/O: ovn-*ctl,
+the northbound socket, HTTP.
 
 ``GatewayTrace`` polls, every ``interval`` seconds until stopped, for every router of the
 stack: the highest-priority chassis of its northbound gateway chassis (``written``: what
@@ -17,6 +18,8 @@ import threading
 import time
 from typing import Any
 
+from l3ha.cloud.ovn_nb import NbAddress, NorthboundReader
+from l3ha.errors import CloudError
 from l3ha.lab.stack.ovnstack import OvnStack
 
 SIGNALS = ("written", "sb", "nb", "neutron")
@@ -34,6 +37,8 @@ class GatewayTrace:
         self._port_router = {f"lrp-{r['gateway_port']}": r["name"] for r in stack.routers}
         self._router_by_id = {r["id"]: r["name"] for r in stack.routers}
         self._chassis: dict[str, str] = {}
+        self._nb_reader = NorthboundReader(NbAddress(path=str(stack.central.nb)))
+        self._nb_readable = True
 
     def __enter__(self) -> GatewayTrace:
         self._thread.start()
@@ -106,14 +111,15 @@ class GatewayTrace:
         return out
 
     def _nb(self) -> dict[str, str]:
-        text = self.stack.central.nbctl("--format=csv", "--columns=name,status", "list",
-                                        "Logical_Router_Port")  # fmt: skip
-        out = {}
-        for name, status in self._rows(text):
-            router = self._port_router.get(name)
-            if router is not None:
-                out[router] = _hosting(status)
-        return out
+        """hosting-chassis, read as ``l3ha drain --ovn-nb`` reads it (none on OVN 23.03)."""
+        if not self._nb_readable:
+            return {}
+        try:
+            hosting = self._nb_reader.hosting()
+        except CloudError:  # no status column: this OVN has no hosting-chassis to trace
+            self._nb_readable = False
+            return {}
+        return {self._port_router[n]: c for n, c in hosting.items() if n in self._port_router}
 
     def _neutron(self) -> dict[str, str]:
         ports: list[dict[str, Any]] = self.stack.api.get(
@@ -129,12 +135,3 @@ class GatewayTrace:
 def _uuids(text: str) -> list[str]:
     """The uuids of a set column as ovn-nbctl's CSV prints it (one, or ``[a, b]``)."""
     return [u.strip() for u in text.strip("[]").split(",") if u.strip()]
-
-
-def _hosting(status: str) -> str:
-    """The hosting-chassis of a northbound status map as ovn-nbctl prints it."""
-    for item in status.strip("{}").split(","):
-        key, _, value = item.strip().partition("=")
-        if key == "hosting-chassis":
-            return value.strip('"')
-    return ""

@@ -155,12 +155,7 @@ def api_in_client(stack: OvnStack) -> Iterator[None]:
 
 def l3ha_in_client(stack: OvnStack, *argv: str) -> tuple[int, Any, str]:
     """``l3ha`` run in the client namespace (``api_in_client``): exit code, JSON, stderr."""
-    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(stack.layout.root / "clouds.yaml"),
-           "OS_CLOUD": CLOUD_NAME}  # fmt: skip
-    program = str(Path(sys.executable).parent / "l3ha")
-    argv_ns = ["ip", "netns", "exec", OVN_CLIENT_NS, program, *argv, "-f", "json"]
-    done = subprocess.run(argv_ns, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)  # fmt: skip
+    done = stack.l3ha_in_client(*argv, "-f", "json")
     return done.returncode, (json.loads(done.stdout) if done.stdout.strip() else None), done.stderr
 
 

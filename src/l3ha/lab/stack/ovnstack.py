@@ -6,13 +6,15 @@ Controller Gateway agent", creates the routers and waits until the client
 reaches every router's gateway address. Its state file says ``kind: ovn`` so
 that ``l3ha lab stack down`` and the faults find the right stack; teardown
 touches only ``l3ov-`` namespaces and processes it recorded or that name its
-directory.
+directory. ``OvnStack.l3ha_in_client`` runs l3ha where the gateways answer its probes.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from l3ha.lab.stack.ovncentral import OvnCentral, start_ovn_neutron
 from l3ha.lab.stack.ovnchassis import Chassis, claim_ovn_fabric, make_ovn_fabric, ovn_fabric
 from l3ha.lab.stack.ovnspec import (
     AGENT_TYPE,
+    OVN_CLIENT_NS,
     STACK_KIND,
     OvnSpec,
     check_chassis,
@@ -31,7 +34,7 @@ from l3ha.lab.stack.ovnspec import (
 )
 from l3ha.lab.stack.ovntopology import create_ovn_topology, reachable, wait_reachable
 from l3ha.lab.stack.processes import StackError, StateFile, wait_for
-from l3ha.lab.stack.spec import clouds_yaml
+from l3ha.lab.stack.spec import CLOUD_NAME, clouds_yaml
 from l3ha.lab.stack.stack import StackInputError, keep_logs
 from l3ha.lab.stack.teardown import TeardownReport, teardown
 from l3ha.lab.stack.topology import NeutronHttp
@@ -113,6 +116,18 @@ class OvnStack:
         found = sb.sbctl("--bare", "--columns=chassis", "find", "Port_Binding",
                          f"logical_port=cr-lrp-{router['gateway_port']}").strip()  # fmt: skip
         return sb.sbctl("get", "Chassis", found, "name").strip().strip('"') if found else ""
+
+    def l3ha_in_client(
+        self, *argv: str, timeout: float = 300.0
+    ) -> subprocess.CompletedProcess[str]:
+        """``l3ha ARGV`` (this interpreter's) run in the client namespace, where the gateways
+        answer, on the stack's cloud; its API must be relayed there (``relay.relay_into``)."""
+        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.layout.root / "clouds.yaml"),
+               "OS_CLOUD": CLOUD_NAME}  # fmt: skip
+        program = str(Path(sys.executable).parent / "l3ha")
+        argv_ns = ["ip", "netns", "exec", OVN_CLIENT_NS, program, *argv]
+        return subprocess.run(argv_ns, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)  # fmt: skip
 
     def answering(self) -> list[str]:
         """Gateway addresses the client reaches now."""
