@@ -4,6 +4,7 @@ Routers and DHCP networks: four network nodes (``net-1`` .. ``net-4``), each wit
 L3 agent and a DHCP agent, 24 routers and 24 networks spread over them; gateways: an
 ML2/OVN cloud of four gateway chassis (``gw-1`` .. ``gw-4``) and 12 routers
 (``kinds.py``). OS_CLOUD and L3HA_STATE_DIR point at it for the command-line cases.
+``slow_neutron``: the same, its server slow to read an agent dead.
 """
 
 from __future__ import annotations
@@ -30,18 +31,33 @@ def kind(request: pytest.FixtureRequest) -> Kind:
     return request.param  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def env(kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+def _env(
+    kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: object
+) -> Iterator[Env]:
     state = tmp_path / "state"
     for key in [k for k in os.environ if k.startswith("OS_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("L3HA_STATE_DIR", str(state))
-    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name=CLOUD, **kind.settings) as made:
+    cloud_settings = {**kind.settings, **settings}
+    with emulated_cloud(Clocking.REAL, workdir=tmp_path, name=CLOUD, **cloud_settings) as made:
         assert made.emulator is not None
         for key, value in made.environ().items():
             monkeypatch.setenv(key, value)
         cloud = connect(CLOUD)
         yield Env(made.emulator, cloud, NeutronDhcp(cloud), state, NeutronOvn(cloud))
+
+
+@pytest.fixture
+def env(kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    yield from _env(kind, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def slow_neutron(kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    """The same cloud, its server's agent_down_time 20 s: a killed agent reads alive for
+    that long (as when l3ha judges before Neutron does; an OVN chassis' heartbeat moves
+    every 10 s then, Neutron pinging every agent_down_time / 2)."""
+    yield from _env(kind, tmp_path, monkeypatch, agent_down_time=20.0)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:

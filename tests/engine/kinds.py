@@ -27,7 +27,7 @@ from l3ha.executor import ExecutorOptions
 from l3ha.executor.dhcp_steps import journal_move
 from l3ha.executor.gateway_steps import journal_move as journal_gateway_move
 from l3ha.journal import Journal, MoveStep
-from l3ha.model import Move, MoveKind, Snapshot
+from l3ha.model import Agent, Move, MoveKind, Snapshot
 from l3ha.operations.actions import run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
@@ -103,6 +103,7 @@ class Kind(Protocol):
     def revive(self, env: Env, host: str) -> None: ...
 
     def on(self, env: Env, host: str) -> set[str]: ...
+    def agent(self, env: Env, host: str) -> Agent: ...
     def alive(self, env: Env, host: str) -> bool: ...
     def stale(self, env: Env) -> object: ...
     def act(self, env: Env, action: str, host: str, journal: Journal | None, **how: Any) -> Ran: ...
@@ -167,6 +168,12 @@ class _Kind:
     def revive(self, env: Env, host: str) -> None:
         env.emu.faults.revive_agent(host)
 
+    def alive(self, env: Env, host: str) -> bool:
+        return self.agent(env, host).alive
+
+    def agent(self, env: Env, host: str) -> Agent:
+        raise NotImplementedError
+
     def act(self, env: Env, action: str, host: str, journal: Journal | None, **how: Any) -> Ran:
         """Run ``action`` on ``host`` (``how``: the other fields of ``Ask``)."""
         return self.run(env, Ask(action, host, journal, **how))
@@ -184,8 +191,8 @@ class RouterKind(_Kind):
         snap = env.cloud.read_snapshot()
         return {b.router_id for b in snap.bindings_of_agent(snap.find_agent(host).id)}
 
-    def alive(self, env: Env, host: str) -> bool:
-        return env.cloud.read_snapshot().find_agent(host).alive
+    def agent(self, env: Env, host: str) -> Agent:
+        return env.cloud.read_snapshot().find_agent(host)
 
     def stale(self, env: Env) -> object:
         return env.cloud.read_snapshot()
@@ -260,8 +267,8 @@ class DhcpKind(_Kind):
         snap = env.dhcp.read_dhcp_snapshot()
         return set(snap.networks_of_agent(snap.find_agent(host).id))
 
-    def alive(self, env: Env, host: str) -> bool:
-        return env.dhcp.read_dhcp_snapshot().find_agent(host).alive
+    def agent(self, env: Env, host: str) -> Agent:
+        return env.dhcp.read_dhcp_snapshot().find_agent(host)
 
     def stale(self, env: Env) -> object:
         return env.dhcp.read_dhcp_snapshot()
@@ -349,8 +356,8 @@ class GatewayKind(_Kind):
         snap = env.ovn.read_ovn_snapshot()
         return set(snap.routers_of(snap.find_chassis(host).id))
 
-    def alive(self, env: Env, host: str) -> bool:
-        return env.ovn.read_ovn_snapshot().find_chassis(host).alive
+    def agent(self, env: Env, host: str) -> Agent:
+        return env.ovn.read_ovn_snapshot().find_chassis(host)
 
     def stale(self, env: Env) -> object:
         return env.ovn.read_ovn_snapshot()

@@ -1,7 +1,8 @@
 """The engine's shared semantics, for every kind of placement (routers on L3 agents,
 networks on DHCP agents, router gateways on OVN gateway chassis), against the real-time
 emulator: a journal that cannot be written, a stop request, a move budget, a missing
-journal, a run killed mid-move, dry run, the re-check before a move, exit codes,
+journal, a run killed mid-move, dry run, the re-check before a move (and the watch's
+verdicts it holds), exit codes,
 ``history``, drains with late arrivals (the kinds whose drain disables the agent)."""
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from tests.engine.conftest import wait_for
 from tests.engine.kinds import OPTIONS, Env, Kind
 
 from l3ha.cli.main import main
+from l3ha.daemon.decide import overlay
 from l3ha.errors import BadInputError
+from l3ha.health import Verdict
 from l3ha.journal import Journal, MoveStep
 
 
@@ -129,6 +132,33 @@ def test_a_source_alive_again_before_its_moves_keeps_what_it_hosts(env: Env, kin
         ran = kind.act(env, "evacuate", kind.nodes[0], journal, stale=stale)
     assert set(ran.outcomes) == {"skipped"}
     assert kind.on(env, kind.nodes[0]) == hosted
+
+
+@pytest.mark.parametrize("beats_again", [False, True], ids=["silent", "beats-again"])
+def test_a_source_judged_dead_stays_dead_to_the_recheck_until_it_beats_again(
+    slow_neutron: Env, kind: Kind, beats_again: bool
+) -> None:
+    """The watch judges before the server does: its verdict (the heartbeat value it judged
+    on) holds for the executor's re-check while the server still reads the agent alive."""
+    env, host = slow_neutron, kind.nodes[0]
+    hosted = kind.on(env, host)
+    kind.kill(env, host)
+    judged = kind.agent(env, host)
+    stale = overlay(kind.stale(env), {judged.id: Verdict.DEAD})  # type: ignore[type-var]
+    if beats_again:
+        kind.revive(env, host)
+        beat = lambda: kind.agent(env, host).heartbeat_timestamp != judged.heartbeat_timestamp  # noqa: E731
+        wait_for(beat, "a new heartbeat", timeout=30.0)
+    options = replace(OPTIONS, judged_dead={judged.id: judged.heartbeat_timestamp})
+    assert kind.alive(env, host)  # the server does not read it dead yet
+    with Journal(env.state_dir) as journal:
+        ran = kind.act(env, "evacuate", host, journal, stale=stale, options=options)
+    if beats_again:
+        assert set(ran.outcomes) == {"skipped"}, ran
+        assert kind.on(env, host) == hosted
+    else:
+        assert ran.exit_code == 0, ran
+        assert kind.on(env, host) == set()
 
 
 def test_a_dry_run_writes_nothing_and_needs_no_journal(env: Env, kind: Kind) -> None:

@@ -19,7 +19,6 @@ import pytest
 from l3ha.clock import ManualClock
 from l3ha.cloud.adapter import connect
 from l3ha.daemon.dataplane import ProbeSpec
-from l3ha.daemon.judged import JudgedCloud
 from l3ha.daemon.metrics import WatchMetrics
 from l3ha.daemon.settings import load_settings
 from l3ha.daemon.watch import Parts, Watcher
@@ -175,21 +174,3 @@ def test_an_agent_with_no_gateway_to_probe_keeps_its_verdict(confirming: Scene) 
     assert kind.second_channel(world, judged, [agent]) == judged  # its gateways answer
     assert confirming.probed
 
-
-def test_an_agent_judged_dead_reads_dead_until_its_heartbeat_changes(confirming: Scene) -> None:
-    neutron = connect(cloud=CLOUD_NAME)
-    agent = confirming.emu.agent_ids_by_host()["net-1"]
-    confirming.emu.faults.kill_agent("net-1")
-    confirming.emu.advance(3.0)
-    seen = neutron.get_agent(agent)
-    assert seen.alive  # Neutron's agent_down_time has not passed yet
-    judged = JudgedCloud(neutron, {agent: seen.heartbeat_timestamp})
-    assert not judged.get_agent(agent).alive
-    assert [a.alive for a in judged.list_agents() if a.id == agent] == [False]
-    assert not judged.read_snapshot().agents_by_id[agent].alive
-    others = [a for a in judged.list_agents() if a.id != agent]
-    assert others and all(a.alive for a in others)
-    confirming.emu.faults.revive_agent("net-1")
-    confirming.emu.advance(2.0)
-    back = judged.get_agent(agent)
-    assert back.heartbeat_timestamp != seen.heartbeat_timestamp and back.alive

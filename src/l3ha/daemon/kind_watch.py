@@ -20,7 +20,10 @@ does the rest once for all of them:
 3. ``act`` (the leader only, when nothing halts): evacuate each dead agent, then
    decide again on the world the evacuations left and run the rest, each within what
    the shared move budget allows; an operation's refusal is reported, not raised, and
-   so is a cloud error (the next cycle tries again).
+   so is a cloud error (the next cycle tries again). The executor's re-checks hold the
+   cycle's DEAD verdicts (``ExecutorOptions.judged_dead``): an agent l3ha judged dead
+   stays dead to them until its heartbeat changes, however long the server's ``alive``
+   flag lags (``--dead-after`` below Neutron's agent_down_time, ``--dataplane-confirms``).
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class View(Generic[W]):
     read_seconds: float = 0.0
     error: str = ""
     hosts_of: Mapping[str, str] = field(default_factory=dict)
+    judged_dead: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def halted(self) -> bool:
@@ -173,7 +177,9 @@ class KindWatch(Generic[W]):
         stale = snapshot_gate(True, read_seconds, self.interval)
         if stale and self.kind.names.slow_read_halts:
             halts.append(stale)
-        return View(world, judged, tuple(halts), read_seconds, hosts_of=self.kind.hosts(world))
+        dead = {a.id: a.heartbeat_timestamp for a in agents if judged.get(a.id) is Verdict.DEAD}
+        hosts = self.kind.hosts(world)
+        return View(world, judged, tuple(halts), read_seconds, hosts_of=hosts, judged_dead=dead)
 
     def _failed(self, seconds: float, error: str) -> View[W]:
         halt = snapshot_gate(False, seconds, self.interval)
@@ -230,8 +236,10 @@ class KindWatch(Generic[W]):
         self, decision: Decision, view: View[W], budget: int, args: RunArgs, acted: Acted
     ) -> Acted:
         self.event("action", **self._about(decision), reason=decision.reason)
+        # the executor's re-checks hold this cycle's verdicts, not the server's alive flags
+        judged = replace(args, execution=replace(args.execution, judged_dead=view.judged_dead))
         try:
-            result = self.kind.run(decision, view.verdicts, budget, args)
+            result = self.kind.run(decision, view.verdicts, budget, judged)
         except SafetyHaltError as exc:
             self.event("refused", logging.WARNING, **self._about(decision), reason=str(exc))
             return replace(acted, refusals=(*acted.refusals, (decision, str(exc))))

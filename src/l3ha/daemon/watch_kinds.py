@@ -7,11 +7,9 @@ nothing more:
 - ``RouterKind`` (L3 agents): the world is cached and refreshed agent by agent
   (``l3ha.daemon.world``), the data-plane probe is its second channel (a veto on a
   DEAD agent whose gateways answer; with ``--dataplane-confirms`` also an early DEAD
-  for a late agent whose gateways are all dark); its operations read the agents through
-  ``l3ha.daemon.judged`` (an agent l3ha judged dead stays dead until it beats again,
-  whatever Neutron's slower ``alive`` flag says), the router
-  operations act (``run_action``) and a new leader first finishes what an earlier one
-  left open (``resume``).
+  for a late agent whose gateways are all dark); the router operations act
+  (``run_action``) and a new leader first finishes what an earlier one left open
+  (``resume``).
 - ``DhcpKind`` (``--dhcp``): the whole DHCP picture is read again when a verdict
   changed, after it acted and every ``full_resync`` cycles; the DHCP operations act.
 - ``GatewayKind`` (ML2/OVN): the gateway chassis and every router's group, read like
@@ -42,7 +40,6 @@ from l3ha.cloud.base import Cloud
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec, probe_gateways
 from l3ha.daemon.decide import Decision, decide, decide_dhcp, decide_gateways, overlay, targets
-from l3ha.daemon.judged import JudgedCloud
 from l3ha.daemon.kind_watch import KindNames, Result, RunArgs
 from l3ha.daemon.logevents import event, host_names, named
 from l3ha.daemon.settings import WatchSettings
@@ -240,15 +237,8 @@ class RouterKind(_Kind):
     def _context(self, args: RunArgs, verdict_of: Mapping[str, Verdict] | None) -> OperationContext:
         ctx = OperationContext(self.cloud, **self._ctx_args(args))
         if verdict_of is not None:
-            cloud = JudgedCloud(self.cloud, self._dead_heartbeats(verdict_of))
-            ctx = replace(ctx, cloud=cloud, observer=lambda ha: self._judged_world(ha, verdict_of))
+            ctx = replace(ctx, observer=lambda ha: self._judged_world(ha, verdict_of))
         return ctx
-
-    def _dead_heartbeats(self, verdict_of: Mapping[str, Verdict]) -> dict[str, str]:
-        """Each agent judged DEAD -> the heartbeat value of this cycle's reading."""
-        snapshot = self.cache.snapshot
-        agents = () if snapshot is None else snapshot.agents
-        return {a.id: a.heartbeat_timestamp for a in agents if verdict_of.get(a.id) is Verdict.DEAD}
 
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs

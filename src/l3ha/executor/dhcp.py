@@ -53,7 +53,7 @@ class DhcpExecutor(ExecutorBase[DhcpCloud]):
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
         kind = DhcpKind(
-            DhcpWriter(self.cloud, guard),
+            DhcpWriter(self.cloud, guard, self.options.usable),
             agents,
             fallbacks,
             require_dead_source=require_dead_source,

@@ -10,13 +10,13 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
-from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort, usable
+from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort
 from l3ha.errors import NotFoundError
 from l3ha.executor.agents import AgentChange, AgentChangeResult, journalled_change
 from l3ha.executor.lifecycle import JournalGuard
@@ -86,9 +86,12 @@ class SkipMoveError(Exception):
 class DhcpWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(self, cloud: DhcpCloud, guard: JournalGuard) -> None:
+    def __init__(
+        self, cloud: DhcpCloud, guard: JournalGuard, usable: Callable[[Agent | None], bool]
+    ) -> None:
         self.cloud = cloud
         self.guard = guard  # the run's journal: a failed write is remembered
+        self.usable = usable  # ``ExecutorOptions.usable``: the run's verdicts applied
 
     def hosts(self, network_id: str) -> dict[str, Agent]:
         """The network's DHCP agents now, by id (``SkipMoveError`` when it was deleted)."""
@@ -103,7 +106,7 @@ class DhcpWriter:
         if move.source is not None and move.source not in hosts:
             raise SkipMoveError("no longer on the source")
         source = hosts.get(move.source or "")
-        if require_dead_source and move.source_down and source is not None and usable(source):
+        if require_dead_source and move.source_down and self.usable(source):
             raise SkipMoveError("the source agent is alive and enabled again")
         return hosts
 
@@ -135,7 +138,7 @@ class DhcpWriter:
             self.cloud.remove_network_from_agent(move.network_id, source)
             self.guard.step(move_id, MoveStep.UNBOUND)
             return ""
-        servers = [a for a in hosts.values() if a.id != source and usable(a)]
+        servers = [a for a in hosts.values() if a.id != source and self.usable(a)]
         if keep is not None and keep not in {a.id for a in servers}:
             raise SkipMoveError("the new agent is not alive and enabled any more: source kept")
         if keep is not None and keep_port_seen:

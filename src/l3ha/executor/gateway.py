@@ -60,7 +60,8 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
             return GatewayRunResult(plan.action, planned, None, True, plan.warnings)
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
-        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, probe, addresses, hosting)
+        writer = GatewayWriter(self.cloud, guard, self.options.usable)
+        kind = GatewayKind(writer, chassis, probe, addresses, hosting)
         dispatcher = Dispatcher(kind, guard, self.clock, self.options, should_stop=should_stop)
         operation = journal.begin_operation(
             GATEWAY_KIND_PREFIX + plan.action,

@@ -22,7 +22,7 @@ from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
-from l3ha.model import Move, MoveKind
+from l3ha.model import Agent, Move, MoveKind
 from l3ha.ovn_model import GatewayBinding
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind, bottom_priority
 
@@ -139,9 +139,12 @@ class GatewayReadiness:
 class GatewayWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(self, ovn: NeutronOvn, guard: JournalGuard) -> None:
+    def __init__(
+        self, ovn: NeutronOvn, guard: JournalGuard, usable: Callable[[Agent | None], bool]
+    ) -> None:
         self.ovn = ovn
         self.guard = guard
+        self.usable = usable  # ``ExecutorOptions.usable``: the run's verdicts applied
 
     def recheck(self, move: GatewayMove) -> dict[str, int]:
         """The router's group now (chassis -> priority); ``SkipMoveError`` when the move is
@@ -160,8 +163,7 @@ class GatewayWriter:
             raise SkipMoveError(f"gateway chassis {move.target} is above {move.source} already")
         if move.kind in (GatewayMoveKind.PROMOTE, GatewayMoveKind.DEMOTE, GatewayMoveKind.RAISE):
             return group  # a drain or a rebalance: its source is alive on purpose
-        alive = {c.id for c in self.ovn.list_chassis() if c.alive}
-        if move.source in alive:
+        if any(c.id == move.source and self.usable(c) for c in self.ovn.list_chassis()):
             raise SkipMoveError(f"gateway chassis {move.source} is alive again: kept")
         return group
 

@@ -1,11 +1,14 @@
-"""Executor options (concurrency, budgets, re-check period, waiting). Pure."""
+"""Executor options (concurrency, budgets, re-check period, waiting, agents judged dead).
+Pure."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from l3ha.errors import BadInputError
+from l3ha.model import Agent
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,10 @@ class ExecutorOptions:
     middle of a move, seconds spent trying to read the router's bindings and
     re-bind it before reporting it, pausing ``backoff * backoff_factor**n``
     (at most ``backoff_max``) between rounds. ``dry_run``: write nothing,
-    report the plan.
+    report the plan. ``judged_dead``: agents the caller judged dead (agent id -> the
+    heartbeat value it judged on; the watch's verdicts): a re-check reads such an agent as
+    dead while its heartbeat is still that value, whatever the server's slower ``alive``
+    flag says (safety rule 7); once the value changes it reads as the server reports it.
     """
 
     concurrency: int = 8
@@ -47,6 +53,7 @@ class ExecutorOptions:
     backoff_max: float = 10.0
     salvage_patience: float = 30.0
     dry_run: bool = False
+    judged_dead: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -80,3 +87,10 @@ class ExecutorOptions:
     def backoff_delay(self, attempt: int) -> float:
         """Seconds between salvage round ``attempt`` (1-based) and the next."""
         return float(min(self.backoff_max, self.backoff * self.backoff_factor ** (attempt - 1)))
+
+    def usable(self, agent: Agent | None) -> bool:
+        """Whether a re-check finds ``agent`` usable (alive and enabled), with the caller's
+        verdicts applied (``judged_dead``): the one test every kind's re-check makes."""
+        if agent is None or not agent.usable:
+            return False
+        return self.judged_dead.get(agent.id) != agent.heartbeat_timestamp

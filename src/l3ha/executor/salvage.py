@@ -123,7 +123,7 @@ def _judge_hosted(
     agent = writer.agent(landed)
     if agent is None:
         return MoveResult(move, MoveOutcome.FAILED, f"{error} (hosted by {where})")
-    if not agent.usable:  # e.g. Neutron scheduled it there, and that agent is gone
+    if not writer.options.usable(agent):  # e.g. Neutron scheduled it there, and that agent is gone
         reason = f"{error} (hosted by {agent.host}, which {why_not(agent).split(' ', 1)[1]})"
         return MoveResult(move, MoveOutcome.FAILED, reason, target=agent.id)
     return Written(landed, agent.host, 0, f"bound to {agent.host} despite: {error}")

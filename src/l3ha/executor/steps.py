@@ -135,13 +135,14 @@ class MoveWriter:
 
     def source_came_back(self, source: str | None) -> bool:
         """For evacuations: re-read the source; True (and remembered) when it is usable
-        again, i.e. alive AND enabled (a live, disabled source still needs emptying)."""
+        again (``ExecutorOptions.usable``: alive AND enabled, not judged dead on its current
+        heartbeat; a live, disabled source still needs emptying)."""
         if not self.sources.require_dead or source is None:
             return False
         if self.sources.revived(source):
             return True
         agent = self.agent(source)
-        if agent is not None and agent.usable:
+        if agent is not None and self.options.usable(agent):
             self.sources.mark_revived(agent.id, agent.host)
             return True
         return False
@@ -288,7 +289,7 @@ class MoveWriter:
         where = sorted(hosting)
         why = "; ".join(errors) or "no error"
         agent = self.agent(where[0], fresh=True)
-        if agent is not None and agent.usable:
+        if agent is not None and self.options.usable(agent):
             if agent.id == move.source:
                 if self.sources.require_dead:
                     self.sources.mark_revived(agent.id, agent.host)
@@ -342,7 +343,7 @@ class MoveWriter:
     def rollback_to_source(self, move: Move, move_id: int) -> str | None:
         """Bind the router back to its source when that is usable; its id, or None."""
         source = self.agent(move.source) if move.source else None
-        if source is None or not source.usable:
+        if source is None or not self.options.usable(source):
             return None
         self.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
         try:
@@ -443,7 +444,7 @@ class MoveWriter:
     def _replica_kept(self, move: Move, exc: L3haError) -> MoveResult:
         """The replica is still bound after its removal: re-added by its revived agent?"""
         back = self.agent(move.source, fresh=True) if move.source else None
-        if isinstance(exc, ReadBackError) and back is not None and back.usable:
+        if isinstance(exc, ReadBackError) and back is not None and self.options.usable(back):
             if self.sources.require_dead:  # its resync topped the router up
                 self.sources.mark_revived(back.id, back.host)
             return MoveResult(
