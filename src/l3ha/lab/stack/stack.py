@@ -41,7 +41,6 @@ from l3ha.lab.stack.topology import (
     wait_for_routers,
 )
 
-DEFAULT_DIR = Path("/run/l3ha/stack")
 REQUIRED_PROGRAMS = (
     "ip",
     "mariadbd",
