@@ -9,10 +9,12 @@ unreadable, malformed or of another version is a one-line ``BadInputError``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,41 +30,16 @@ T = TypeVar("T")
 # --- writing ------------------------------------------------------------------
 
 
-def agent_to_dict(agent: Agent) -> dict[str, Any]:
-    """The JSON form of one agent."""
-    return {
-        "id": agent.id,
-        "host": agent.host,
-        "availability_zone": agent.availability_zone,
-        "mode": str(agent.mode),
-        "admin_state_up": agent.admin_state_up,
-        "alive": agent.alive,
-        "heartbeat_timestamp": agent.heartbeat_timestamp,
-        "started_at": agent.started_at,
-        "description": agent.description,
-    }
+def model_to_dict(item: Agent | Router | Binding) -> dict[str, Any]:
+    """The JSON form of one agent, router or binding: its fields in their order, tuples as
+    lists, enums as their values."""
+    return {f.name: _json_value(getattr(item, f.name)) for f in dataclasses.fields(item)}
 
 
-def router_to_dict(router: Router) -> dict[str, Any]:
-    """The JSON form of one router."""
-    return {
-        "id": router.id,
-        "name": router.name,
-        "ha": router.ha,
-        "distributed": router.distributed,
-        "availability_zone_hints": list(router.availability_zone_hints),
-        "tags": list(router.tags),
-        "project_id": router.project_id,
-        "admin_state_up": router.admin_state_up,
-        "status": router.status,
-        "gateway_ips": list(router.gateway_ips),
-    }
-
-
-def binding_to_dict(binding: Binding) -> dict[str, Any]:
-    """The JSON form of one binding."""
-    state = str(binding.ha_state) if binding.ha_state is not None else None
-    return {"router_id": binding.router_id, "agent_id": binding.agent_id, "ha_state": state}
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value) if isinstance(value, StrEnum) else value
 
 
 def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -71,9 +48,9 @@ def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
         "format": FORMAT,
         "version": VERSION,
         "observed_at": snapshot.observed_at,
-        "agents": [agent_to_dict(a) for a in snapshot.agents],
-        "routers": [router_to_dict(r) for r in snapshot.routers],
-        "bindings": [binding_to_dict(b) for b in snapshot.bindings],
+        "agents": [model_to_dict(a) for a in snapshot.agents],
+        "routers": [model_to_dict(r) for r in snapshot.routers],
+        "bindings": [model_to_dict(b) for b in snapshot.bindings],
     }
 
 

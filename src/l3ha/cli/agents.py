@@ -16,6 +16,7 @@ from typing import Any
 
 from l3ha.cli.common import (
     add_cloud_options,
+    add_show_command,
     add_snapshot_option,
     command_group,
     load_weight_policy,
@@ -26,7 +27,6 @@ from l3ha.cli.output import (
     add_format_options,
     add_name_filter,
     emit,
-    emit_record,
     list_columns,
     name_matches,
 )
@@ -183,15 +183,6 @@ def agent_record(snapshot: Snapshot, policy: WeightPolicy, ref: str) -> dict[str
     return {**row, "description": agent.description, "hosted_routers": names}
 
 
-def show_agent(args: argparse.Namespace) -> int:
-    """Handler of ``l3ha agent show``."""
-    snapshot, policy = read_weighed_world(args)
-    warn_about_weights(policy, snapshot)
-    record = agent_record(snapshot, policy, args.agent)
-    emit_record(record, args.format, args.column, options=args)
-    return 0
-
-
 def register(subparsers: Any) -> None:
     """Add ``l3ha agent list`` and ``l3ha agent show``."""
     group = command_group(subparsers, "agent", "L3 agents: list and show them with their load")
@@ -219,17 +210,11 @@ def register(subparsers: Any) -> None:
     add_backend_option(parser)
     add_format_options(parser, long=True)
     parser.set_defaults(func=list_agents)
-    parser = group.add_parser(
-        "show",
-        help="show one L3 agent: its list columns, description and hosted routers",
-        description=(
-            "Show one L3 agent, given by host name, id or a unique id prefix: every column of "
-            "'agent list' (heartbeat and started_at included), its description (l3ha marks "
-            "drained agents there) and the names of the routers it hosts."
-        ),
+    show_texts = (
+        "show one L3 agent: its list columns, description and hosted routers",
+        "Show one L3 agent, given by host name, id or a unique id prefix: every column of "
+        "'agent list' (heartbeat and started_at included), its description (l3ha marks "
+        "drained agents there) and the names of the routers it hosts.",
+        "host name, agent id or unique id prefix",
     )
-    parser.add_argument("agent", metavar="AGENT", help="host name, agent id or unique id prefix")
-    add_cloud_options(parser)
-    add_snapshot_option(parser)
-    add_format_options(parser, show=True)
-    parser.set_defaults(func=show_agent)
+    add_show_command(group, "agent", show_texts, agent_record)

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import non_negative_int, positive_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option
+from l3ha.cli.common import add_cloud_options, add_replicas_option, add_snapshot_option
 from l3ha.cli.output import emit_document
 from l3ha.errors import BadInputError, L3haError, UserError
 
@@ -52,13 +52,7 @@ def register(sub: Any) -> None:
         metavar="PCT",
         help="warn when an agent carries this percent more load than the mean (default: 25)",
     )
-    p.add_argument(
-        "--replicas",
-        type=positive_int,
-        default=2,
-        metavar="N",
-        help="live replicas every HA router should have (default: 2)",
-    )
+    add_replicas_option(p)
     p.add_argument(
         "--dhcp",
         action="store_true",

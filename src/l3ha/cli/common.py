@@ -8,11 +8,12 @@
   ``LazyOptionsParser`` the ``openstack`` options are added only when that command runs or
   shows its help (building them imports openstacksdk: ~0.4 s that ``l3ha --help`` and the
   commands that never reach a cloud do without).
-- ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot.
+- ``add_snapshot_option``: ``--snapshot FILE`` to work offline from a saved snapshot;
+  ``add_replicas_option``: ``--replicas N`` of the HA audits.
 - ``load_weight_policy``, ``open_cloud``, ``read_world``, ``read_weighed_world``: turn those
   options into a ``WeightPolicy``, a ``Cloud``, a ``Snapshot`` (with its measured weights).
 - ``command_group``: ``l3ha agent ...``/``l3ha router ...`` groups that several
-  command modules can add subcommands to.
+  command modules can add subcommands to; ``add_show_command``: their ``show``.
 - ``add_state_dir_option``, ``state_dir``: the journal's ``--state-dir`` and where it is;
   ``read_text_file``: the text of a file an option names (weights, router lists).
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from l3ha.cli.argtypes import positive_float, positive_int
+from l3ha.cli.output import Row, add_format_options, emit_record
 from l3ha.cli.weighing import (
     add_measured_weight_options,
     check_offline,
@@ -69,6 +71,32 @@ def command_group(
 def _group_usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
+
+
+def add_show_command(
+    group: argparse._SubParsersAction[argparse.ArgumentParser],
+    noun: str,
+    texts: tuple[str, str, str],
+    record: Callable[[Snapshot, WeightPolicy, str], Row],
+    with_ha_state: bool = False,
+) -> None:
+    """``l3ha NOUN show NOUN``: the ``record`` of one object of the cloud or ``--snapshot``;
+    ``texts``: the command's help, its description and the help of its argument."""
+    help_text, description, target_help = texts
+
+    def show(args: argparse.Namespace) -> int:
+        snapshot, policy = read_weighed_world(args, with_ha_state=with_ha_state)
+        warn_about_weights(policy, snapshot)
+        shown = record(snapshot, policy, getattr(args, noun))
+        emit_record(shown, args.format, args.column, options=args)
+        return 0
+
+    parser = group.add_parser("show", help=help_text, description=description)
+    parser.add_argument(noun, metavar=noun.upper(), help=target_help)
+    add_cloud_options(parser)
+    add_snapshot_option(parser)
+    add_format_options(parser, show=True)
+    parser.set_defaults(func=show)
 
 
 class LazyOptionsParser(argparse.ArgumentParser):
@@ -189,6 +217,17 @@ def add_snapshot_option(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         metavar="FILE",
         help="work offline from a file written by 'l3ha snapshot save' instead of the cloud",
+    )
+
+
+def add_replicas_option(parser: argparse.ArgumentParser) -> None:
+    """``--replicas N``: how many live replicas an HA router should have."""
+    parser.add_argument(
+        "--replicas",
+        type=positive_int,
+        default=2,
+        metavar="N",
+        help="live replicas every HA router should have (default: 2)",
     )
 
 

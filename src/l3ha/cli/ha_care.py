@@ -12,8 +12,13 @@ import sys
 from typing import Any
 
 from l3ha.cli.actions import add_execution_options, run_command
-from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import add_cloud_options, add_snapshot_option, command_group, read_world
+from l3ha.cli.common import (
+    add_cloud_options,
+    add_replicas_option,
+    add_snapshot_option,
+    command_group,
+    read_world,
+)
 from l3ha.cli.ha import HA_HELP
 from l3ha.cli.output import add_format_options, emit
 from l3ha.cli.planning import add_force_option, add_placement_options
@@ -34,13 +39,7 @@ def register(subparsers: Any) -> None:
     )
     add_cloud_options(p, weights=False)
     add_snapshot_option(p)
-    p.add_argument(
-        "--replicas",
-        type=positive_int,
-        default=2,
-        metavar="N",
-        help="live replicas every HA router should have (default: 2)",
-    )
+    add_replicas_option(p)
     add_format_options(p)
     p.set_defaults(func=_run_audit)
 

@@ -186,12 +186,12 @@ def broker_outage_command(args: argparse.Namespace) -> int:
 
 
 def node_fault_command(args: argparse.Namespace) -> int:
-    from l3ha.lab.stack.ovnstack import is_ovn_stack
+    """A node fault on the stack in ``--dir``, ML2/OVS or OVN."""
+    from l3ha.lab.stack.ovnstack import is_ovn_stack, open_ovn_stack
     from l3ha.lab.stack.stack import open_stack
 
-    if is_ovn_stack(Path(args.dir)):
-        return _ovn_node_fault(args)
-    stack = open_stack(Path(args.dir))
+    directory = Path(args.dir)
+    stack = open_ovn_stack(directory) if is_ovn_stack(directory) else open_stack(directory)
     if args.verb == "restart-agents":
         stack.restart_agents(args.host, with_ovs=args.with_ovs)
     elif args.verb == "kill-node":
@@ -216,20 +216,6 @@ def _ovn_up(args: argparse.Namespace) -> int:
         f"state in {args.dir}\n"
     )
     sys.stdout.write(stack.clouds_yaml())
-    return 0
-
-
-def _ovn_node_fault(args: argparse.Namespace) -> int:
-    from l3ha.lab.stack.ovnstack import open_ovn_stack
-
-    stack = open_ovn_stack(Path(args.dir))
-    if args.verb == "kill-node":
-        stack.kill_node(args.host)
-    elif args.verb == "revive-node":
-        stack.revive_node(args.host)
-    else:
-        stack.restart_agents(args.host, with_ovs=args.with_ovs)
-    sys.stdout.write(f"{args.host}: {args.verb} done\n")
     return 0
 
 

@@ -74,24 +74,17 @@ def add_format_options(
 ) -> None:
     """Output options: a list's (default), a show's (``show``), or a document's (not
     ``columns``: ``-f table|json|yaml`` only). ``long``: the list hides columns by default."""
-    if not columns:
-        parser.add_argument(
-            "-f",
-            "--format",
-            choices=FORMATS,
-            default="table",
-            help="output format (default: table)",
-        )
-        return
     formatters: Mapping[str, type[Formatter]] = SHOW_FORMATTERS if show else LIST_FORMATTERS
-    group = parser.add_argument_group("output formatters")
+    group = parser.add_argument_group("output formatters") if columns else parser
     group.add_argument(
         "-f",
         "--format",
-        choices=tuple(formatters),
+        choices=tuple(formatters) if columns else FORMATS,
         default="table",
         help="output format (default: table)",
     )
+    if not columns:
+        return
     add_column_option(group)
     if not show:
         _add_sort_options(group, long)
@@ -118,7 +111,7 @@ def add_column_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup)
     )
 
 
-def _add_sort_options(group: argparse._ArgumentGroup, long: bool) -> None:
+def _add_sort_options(group: argparse.ArgumentParser | argparse._ArgumentGroup, long: bool) -> None:
     if long:
         group.add_argument("--long", action="store_true", help="show every column")
     group.add_argument(

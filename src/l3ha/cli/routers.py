@@ -7,6 +7,7 @@ from typing import Any
 
 from l3ha.cli.common import (
     add_cloud_options,
+    add_show_command,
     add_snapshot_option,
     command_group,
     read_weighed_world,
@@ -16,7 +17,6 @@ from l3ha.cli.output import (
     add_format_options,
     add_name_filter,
     emit,
-    emit_record,
     list_columns,
     name_matches,
 )
@@ -109,13 +109,10 @@ def list_routers(args: argparse.Namespace) -> int:
     return 0
 
 
-def show_router(args: argparse.Namespace) -> int:
-    """Handler of ``l3ha router show``."""
-    snapshot, policy = read_weighed_world(args, with_ha_state=True)
-    warn_about_weights(policy, snapshot)
-    (record,) = router_rows(snapshot, [snapshot.find_router(args.router)], policy)
-    emit_record(record, args.format, args.column, options=args)
-    return 0
+def router_record(snapshot: Snapshot, policy: WeightPolicy, ref: str) -> dict[str, Any]:
+    """Every column of one router (id or unique name). Pure."""
+    (record,) = router_rows(snapshot, [snapshot.find_router(ref)], policy)
+    return record
 
 
 def register(subparsers: Any) -> None:
@@ -142,16 +139,10 @@ def register(subparsers: Any) -> None:
     add_backend_option(parser)
     add_format_options(parser, long=True)
     parser.set_defaults(func=list_routers)
-    parser = group.add_parser(
-        "show",
-        help="show one router: weight, busy, hosting agents with HA state, tags, project",
-        description=(
-            "Show one router, given by id or unique name: every column of 'router list' "
-            "(agent_ids, tags and project_id included)."
-        ),
+    show_texts = (
+        "show one router: weight, busy, hosting agents with HA state, tags, project",
+        "Show one router, given by id or unique name: every column of 'router list' "
+        "(agent_ids, tags and project_id included).",
+        "router id or unique name",
     )
-    parser.add_argument("router", metavar="ROUTER", help="router id or unique name")
-    add_cloud_options(parser)
-    add_snapshot_option(parser)
-    add_format_options(parser, show=True)
-    parser.set_defaults(func=show_router)
+    add_show_command(group, "router", show_texts, router_record, with_ha_state=True)

@@ -21,7 +21,7 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -181,14 +181,10 @@ class Journal:
         with self._lock:
             try:
                 self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-                self._db.execute("BEGIN IMMEDIATE")
-                for request in batch:
-                    request.value = request.work(self._db)
-                self._db.execute("COMMIT")
+                with _immediate(self._db):
+                    for request in batch:
+                        request.value = request.work(self._db)
             except BaseException as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
                 for request in batch:
                     request.error = exc
             finally:
@@ -442,14 +438,9 @@ def _add_started_by(db: sqlite3.Connection) -> None:
     its inserts leave it ``''``)."""
     if _has_started_by(db):
         return
-    db.execute("BEGIN IMMEDIATE")  # another process may be adding it too
-    try:
+    with _immediate(db):  # another process may be adding it too
         if not _has_started_by(db):
             db.execute("ALTER TABLE operations ADD COLUMN started_by TEXT NOT NULL DEFAULT ''")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def _has_started_by(db: sqlite3.Connection) -> bool:
@@ -463,8 +454,7 @@ def _upgrade(db: sqlite3.Connection, path: Path) -> None:
         _refuse_newer(path)
     if version == SCHEMA_VERSION:
         return
-    db.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait, then see it done
-    try:
+    with _immediate(db):  # one process upgrades; the others wait, then see it done
         columns = {str(row[1]) for row in db.execute("PRAGMA table_info(moves)")}
         if "router_id" in columns:  # version 1: DHCP moves kept their network there
             db.execute("ALTER TABLE moves RENAME COLUMN router_id TO object_id")
@@ -475,7 +465,18 @@ def _upgrade(db: sqlite3.Connection, path: Path) -> None:
                 (ObjectKind.NETWORK.value,),
             )
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextlib.contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction taken at once (``BEGIN IMMEDIATE``), rolled back on any error
+    (the error raised, not one of the rollback)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.Error):
+            if db.in_transaction:
+                db.execute("ROLLBACK")
         raise

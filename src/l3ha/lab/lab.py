@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from l3ha.errors import BadInputError, L3haError, NotFoundError, UserError
 from l3ha.hastate.netlink import addresses_on
 from l3ha.hastate.statefile import read_transition
 from l3ha.lab import netns
+from l3ha.lab.stack.processes import spawn_logged
 from l3ha.lab.topology import (
     BRIDGE,
     BRIDGE_NS_ROLE,
@@ -166,17 +166,7 @@ class Lab:
         )
 
     def _spawn(self, argv: list[str], log_name: str) -> int:
-        log = self.log(log_name)
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        return proc.pid
+        return spawn_logged(argv, self.log(log_name))
 
     def _start_keepalived(self, node: str) -> None:
         self.conf(node).write_text(keepalived_config(self.spec, node))

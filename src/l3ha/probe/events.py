@@ -119,13 +119,55 @@ def _state_suffix(binding: Binding) -> str:
     return f" ({binding.ha_state})" if binding.ha_state is not None else ""
 
 
-# --- the poller ------------------------------------------------------------------
+# --- the pollers ----------------------------------------------------------------
 
 
-class CloudEventPoller:
+class _Poller:
+    """Runs ``poll_once`` on a daemon thread every ``interval`` seconds until stopped
+    (first at once when ``poll_at_start``) and reports its texts to the sink."""
+
+    source: str
+    thread_name: str
+    poll_at_start: bool
+
+    def __init__(self, clock: Clock, interval: float) -> None:
+        self._clock = clock
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sink: EventSink = lambda event: None
+
+    def start(self, sink: EventSink) -> None:
+        self._sink = sink
+        self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        if self.poll_at_start and not self._stop.is_set():
+            self.poll_once()
+        while not self._stop.wait(self._interval):
+            self.poll_once()
+
+    def poll_once(self) -> list[Event]:
+        raise NotImplementedError
+
+    def _report(self, texts: Sequence[str]) -> list[Event]:
+        """Stamp ``texts`` as events now and hand them to the sink."""
+        events = [stamp(self._clock, self.source, text) for text in texts]
+        for event in events:
+            self._sink(event)
+        return events
+
+
+class CloudEventPoller(_Poller):
     """Polls agents (and the bindings of chosen routers) and reports what changed."""
 
-    source = "cloud"
+    source, thread_name, poll_at_start = "cloud", "l3ha-probe-events", True
 
     def __init__(
         self,
@@ -135,32 +177,13 @@ class CloudEventPoller:
         interval: float = 2.0,
         labels: Mapping[str, str] | None = None,
     ) -> None:
+        super().__init__(clock, interval)
         self._cloud = cloud
-        self._clock = clock
         self._routers = list(routers)
         self._labels = dict(labels or {})
-        self._interval = interval
         self._agents: dict[str, Agent] | None = None
         self._bindings: dict[str, list[Binding]] = {}
         self._failing = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._sink: EventSink = lambda event: None
-
-    def start(self, sink: EventSink) -> None:
-        self._sink = sink
-        self._thread = threading.Thread(target=self._loop, name="l3ha-probe-events", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.poll_once()
-            self._stop.wait(self._interval)
 
     def poll_once(self) -> list[Event]:
         """Observe once and report the changes since the last observation."""
@@ -173,10 +196,7 @@ class CloudEventPoller:
             if self._failing:
                 texts.insert(0, "cloud: poll recovered")
             self._failing = False
-        events = [stamp(self._clock, self.source, text) for text in texts]
-        for event in events:
-            self._sink(event)
-        return events
+        return self._report(texts)
 
     def _observe(self) -> list[str]:
         agents = {a.id: a for a in self._cloud.list_agents()}
@@ -228,14 +248,14 @@ def step_text(step: StepEvent, host_of: Callable[[str], str]) -> str | None:
     return None
 
 
-class JournalEventPoller:
+class JournalEventPoller(_Poller):
     """Polls l3ha's journal (read-only) and reports moves started and finished.
 
     Only steps recorded after the poller starts are reported. ``host_of`` turns
     an agent id into a host name for the text (identity by default).
     """
 
-    source = "journal"
+    source, thread_name, poll_at_start = "journal", "l3ha-probe-journal", False
 
     def __init__(
         self,
@@ -244,29 +264,14 @@ class JournalEventPoller:
         interval: float = 0.5,
         host_of: Callable[[str], str] | None = None,
     ) -> None:
+        super().__init__(clock, interval)
         self._state_dir = state_dir
-        self._clock = clock
-        self._interval = interval
         self._host_of = host_of or (lambda agent_id: agent_id)
         self._last = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._sink: EventSink = lambda event: None
 
     def start(self, sink: EventSink) -> None:
-        self._sink = sink
         self._last = self._safely(lambda: last_step_id(self._state_dir), 0)
-        self._thread = threading.Thread(target=self._loop, name="l3ha-probe-journal", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.poll_once()
+        super().start(sink)
 
     @staticmethod
     def _safely(read: Callable[[], T], default: T) -> T:
@@ -279,12 +284,7 @@ class JournalEventPoller:
         """Report the steps recorded since the last poll."""
         no_steps: list[StepEvent] = []
         steps = self._safely(lambda: read_steps_since(self._state_dir, self._last), no_steps)
-        events = []
-        for step in steps:
-            self._last = step.id
-            text = step_text(step, self._host_of)
-            if text is not None:
-                events.append(stamp(self._clock, self.source, text))
-        for event in events:
-            self._sink(event)
-        return events
+        if steps:
+            self._last = steps[-1].id
+        texts = [step_text(step, self._host_of) for step in steps]
+        return self._report([text for text in texts if text is not None])

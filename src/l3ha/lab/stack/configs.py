@@ -93,21 +93,27 @@ router_auto_schedule = true
 debug = false
 log_dir = {layout.logs}
 
-[quotas]
+{server_sections(layout.root, ports.mariadb)}
+
+[oslo_messaging_rabbit]
+rabbit_qos_prefetch_count = 0
+"""
+
+
+def server_sections(root: Path, mariadb_port: int) -> str:
+    """The sections every lab Neutron server's neutron.conf shares (files under ``root``),
+    without a line break after the last."""
+    return f"""[quotas]
 quota_router = -1
 quota_network = -1
 quota_subnet = -1
 quota_port = -1
 
 [database]
-connection = mysql+pymysql://root@127.0.0.1:{ports.mariadb}/neutron
+connection = mysql+pymysql://root@127.0.0.1:{mariadb_port}/neutron
 
 [oslo_concurrency]
-lock_path = {layout.root / "lock"}
-
-[oslo_messaging_rabbit]
-rabbit_qos_prefetch_count = 0
-"""
+lock_path = {root / "lock"}"""
 
 
 def ml2_conf() -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l3ha.lab.stack.configs import StackLayout
+from l3ha.lab.stack.configs import StackLayout, server_sections
 from l3ha.lab.stack.processes import (
     StateFile,
     free_ports,
@@ -146,17 +146,7 @@ agent_down_time = {agent_down_time}
 debug = false
 log_dir = {root / "log"}
 
-[quotas]
-quota_router = -1
-quota_network = -1
-quota_subnet = -1
-quota_port = -1
-
-[database]
-connection = mysql+pymysql://root@127.0.0.1:{mariadb_port}/neutron
-
-[oslo_concurrency]
-lock_path = {root / "lock"}
+{server_sections(root, mariadb_port)}
 
 [ovn]
 ovn_nb_connection = unix:{central.nb}

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from l3ha.lab.netns import list_namespaces
 from l3ha.lab.stack import services
 from l3ha.lab.stack.configs import StackLayout
 from l3ha.lab.stack.ovncentral import OvnCentral, start_ovn_neutron
@@ -35,7 +34,7 @@ from l3ha.lab.stack.ovnspec import (
 from l3ha.lab.stack.ovntopology import create_ovn_topology, reachable, wait_reachable
 from l3ha.lab.stack.processes import StackError, StateFile, wait_for
 from l3ha.lab.stack.spec import CLOUD_NAME, clouds_yaml
-from l3ha.lab.stack.stack import StackInputError, keep_logs
+from l3ha.lab.stack.stack import StackInputError, check_free, keep_logs
 from l3ha.lab.stack.teardown import TeardownReport, teardown
 from l3ha.lab.stack.topology import NeutronHttp
 
@@ -50,20 +49,8 @@ def missing_programs() -> list[str]:
 
 
 def check_can_start(directory: Path) -> None:
-    if os.geteuid() != 0:
-        raise StackInputError("l3ha lab stack --ovn needs root (network namespaces, Open vSwitch)")
     missing = missing_programs()
-    if missing:
-        raise StackInputError(
-            f"missing programs: {', '.join(missing)} (scripts/install-system-deps.sh installs them)"
-        )
-    if (directory / "stack.json").exists():
-        raise StackInputError(f"a stack is already up in {directory}; run 'l3ha lab stack down'")
-    leftovers = [n for n in list_namespaces() if owns_ovn_namespace(n)]
-    if leftovers:
-        raise StackInputError(
-            f"OVN stack namespaces already exist ({leftovers[0]} ...); run 'l3ha lab stack down'"
-        )
+    check_free("l3ha lab stack --ovn", missing, directory, "OVN stack", owns_ovn_namespace)
 
 
 @dataclass(frozen=True)

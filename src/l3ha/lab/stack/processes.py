@@ -39,8 +39,13 @@ def spawn(
     """Start ``argv`` (inside ``namespace`` if given) in its own session; its PID."""
     if namespace is not None:
         argv = ["ip", "netns", "exec", namespace, *argv]
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / f"{role}.out", "ab") as out:
+    return spawn_logged(argv, log_dir / f"{role}.out", env)
+
+
+def spawn_logged(argv: list[str], log: Path, env: Mapping[str, str] | None = None) -> int:
+    """Start ``argv`` in its own session, its output appended to ``log``; its PID."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,

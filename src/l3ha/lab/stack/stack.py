@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,7 +42,6 @@ from l3ha.lab.stack.topology import (
     wait_for_routers,
 )
 
-DEFAULT_DIR = Path("/run/l3ha/stack")
 REQUIRED_PROGRAMS = (
     "ip",
     "mariadbd",
@@ -62,21 +62,29 @@ class StackInputError(UserError):
 
 def check_can_start(directory: Path) -> None:
     """Root, the programs the stack runs, and no stack already up."""
-    if os.geteuid() != 0:
-        raise StackInputError("l3ha lab stack needs root (network namespaces, Open vSwitch)")
     missing = [p for p in REQUIRED_PROGRAMS if shutil.which(p) is None]
     if not services.RABBIT_BIN.exists():
         missing.append("rabbitmq-server")
+    check_free("l3ha lab stack", missing, directory, "stack", owns_namespace)
+
+
+def check_free(
+    command: str, missing: list[str], directory: Path, kind: str, owns: Callable[[str], bool]
+) -> None:
+    """Root, no ``missing`` program, no stack already up in ``directory`` and no namespace
+    the stack would own (``owns``); else one line naming the first problem."""
+    if os.geteuid() != 0:
+        raise StackInputError(f"{command} needs root (network namespaces, Open vSwitch)")
     if missing:
         raise StackInputError(
             f"missing programs: {', '.join(missing)} (scripts/install-system-deps.sh installs them)"
         )
     if (directory / "stack.json").exists():
         raise StackInputError(f"a stack is already up in {directory}; run 'l3ha lab stack down'")
-    leftovers = [n for n in list_namespaces() if owns_namespace(n)]
+    leftovers = [n for n in list_namespaces() if owns(n)]
     if leftovers:
         raise StackInputError(
-            f"stack namespaces already exist ({leftovers[0]} ...); run 'l3ha lab stack down'"
+            f"{kind} namespaces already exist ({leftovers[0]} ...); run 'l3ha lab stack down'"
         )
 
 
