@@ -2,8 +2,9 @@
 
 ``api_routers``, ``api_resources``, ``api_dhcp`` and ``api_subnets`` take an ``ApiCore``
 instead of the whole ``NeutronApi``: the world, the simulation, the settings, the clock,
-the public network and the lookups that answer Neutron's 404s. A group that routes on to
-another group gets that one passed in, so none of them imports ``api``.
+the public network and the lookups that answer Neutron's 404s. Each group lists its rows
+of the API's one route table (``routes()``); a group that uses another's lookups gets that
+one passed in, so none of them imports ``api``.
 """
 
 from __future__ import annotations
