@@ -1,9 +1,10 @@
 """The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims. Pure.
 
 Requests arrive as ``Request`` values and leave as ``Response`` values; the
-HTTP server does the I/O. Routers live in ``api_routers``; ports, networks,
-floating IPs and availability zones in ``api_resources``. Every error is an
-``ApiError`` rendered as a ``NeutronError`` body. Handlers run under ``world.lock``.
+HTTP server does the I/O. One route table (``NeutronApi._routes``) maps method and path
+to the handler; routers live in ``api_routers``; ports, networks, floating IPs and
+availability zones in ``api_resources``. Every error is an ``ApiError`` rendered as a
+``NeutronError`` body. Handlers run under ``world.lock``.
 """
 
 from __future__ import annotations
