@@ -38,6 +38,18 @@ def test_resource_index_and_unslashed_version_is_404(api: Http) -> None:
     neutron_error(doc, "HTTPNotFound")
 
 
+def test_unknown_paths_and_wrong_methods_are_neutrons_404(api: Http) -> None:
+    agent_id, router_id = api.agent_id("net-1"), api.get("/v2.0/routers")[1]["routers"][0]["id"]
+    for method, path in [("DELETE", "/v2.0/ports"), ("PATCH", "/v2.0/routers"),
+                         ("POST", f"/v2.0/routers/{router_id}/l3-agents"),
+                         ("GET", f"/v2.0/routers/{router_id}/bogus"),
+                         ("GET", f"/v2.0/agents/{agent_id}/l3-routers/{router_id}/extra"),
+                         ("POST", "/v2.0/networks/n/dhcp-agents"), ("GET", "/v2.0/bogus")]:
+        status, doc, _ = api.call(method, path)
+        assert status == 404, (method, path)
+        assert neutron_error(doc, "HTTPNotFound") == "The resource could not be found."
+
+
 def test_json_suffix_is_accepted(api: Http) -> None:
     assert api.get("/v2.0/agents.json")[1] == api.get("/v2.0/agents")[1]
     agent_id = api.agent_id("net-1")

@@ -54,6 +54,21 @@ def test_only_gateway_agents_are_listed_and_primaries_are_spread(clock: ManualCl
         assert all(d["reachable"] for d in emu.dataplane().values())
 
 
+def test_agent_routes_are_the_gateway_agents_and_dhcp_shims_are_404(clock: ManualClock) -> None:
+    with make(clock, **OVN) as emu:
+        http = Http(emu)
+        status, doc, _ = http.call("GET", "/v2.0/agents/gw-1")
+        assert status == 200 and doc["agent"]["agent_type"] == "OVN Controller Gateway agent"
+        router_id = routers_on(emu, "gw-1")[0]
+        status, doc, _ = http.call("GET", f"/v2.0/routers/{router_id}/l3-agents")
+        assert status == 200 and "ha_chassis_priority" in doc["agents"][0]
+        for method, path in [("POST", "/v2.0/agents"), ("DELETE", "/v2.0/agents/gw-1"),
+                             ("GET", "/v2.0/agents/gw-1/dhcp-networks")]:
+            status, doc, _ = http.call(method, path)
+            assert status == 404, (method, path)
+            assert doc["NeutronError"]["message"] == "The resource could not be found."
+
+
 def test_a_crashed_chassis_reads_dead_after_agent_down_time_not_before(clock: ManualClock) -> None:
     with make(clock, **OVN) as emu:
         emu.faults.kill_chassis("gw-1")

@@ -1,14 +1,14 @@
 """The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims. Pure.
 
 Requests arrive as ``Request`` values and leave as ``Response`` values; the
-HTTP server does the I/O. Routers live in ``api_routers``; ports, networks,
-floating IPs and availability zones in ``api_resources``. Every error is an
-``ApiError`` rendered as a ``NeutronError`` body. Handlers run under ``world.lock``.
+HTTP server does the I/O. One route table (``NeutronApi._routes``) maps method and path
+to the handler; routers live in ``api_routers``; ports, networks, floating IPs and
+availability zones in ``api_resources``. Every error is an ``ApiError`` rendered as a
+``NeutronError`` body. Handlers run under ``world.lock``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from l3ha.emulator import render
@@ -22,12 +22,13 @@ from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import (
     Request,
     Response,
+    Route,
+    Routes,
     as_bool,
     no_content,
     not_found_path,
     ok,
     only_fields,
-    pick,
     resource_body,
     router_id_of,
 )
@@ -88,9 +89,8 @@ class NeutronApi:
         self.routers = RouterApi(self)
         self.dhcp = DhcpApi(self)
         self.subnets = SubnetApi(self)
-        self.resources = ResourceApi(self, self.dhcp, self.subnets)
-        # ML2/OVN mode: the gateway chassis' agent and scheduler calls (``api_ovn``).
-        self.ovn: OvnApi | None = None
+        self.resources = ResourceApi(self, self.dhcp)
+        self.routes = Routes(self._routes(None))
 
     # --- entry ----------------------------------------------------------------
 
@@ -115,40 +115,61 @@ class NeutronApi:
             parts[-1] = parts[-1][: -len(".json")]
         if not parts:
             return self._resource_index(req)
-        handler = self._route(parts, req.method)
-        return handler(req, *parts[1:])
+        handler, values = self.routes.match(req.method, parts)
+        return handler(req, *values)
 
-    def _route(self, parts: list[str], method: str) -> Callable[..., Response]:
-        table: dict[tuple[str, int, str], Callable[..., Response]] = {
-            ("extensions", 1, "GET"): self._extensions,
-            ("extensions", 2, "GET"): self._extension,
-            ("agents", 1, "GET"): self._list_agents,
-            ("agents", 1, "POST"): self._create_agent,
-            ("agents", 2, "GET"): self._show_agent,
-            ("agents", 2, "PUT"): self._update_agent,
-            ("agents", 2, "DELETE"): self._delete_agent,
-        }
-        if self.ovn is not None and self.ovn.handles(parts):
-            return self.ovn.route(parts, method)
-        key = (parts[0], len(parts), method)
-        if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "l3-routers":
-            return self._l3_routers_route(len(parts), method)
-        if len(parts) >= 3 and parts[0] == "agents" and parts[2] == "dhcp-networks":
-            return self.dhcp.agent_route(len(parts), method)
-        if key in table:
-            return table[key]
-        if parts[0] == "routers":
-            return self.routers.route(parts, method)
-        return self.resources.route(parts, method)
+    def _routes(self, ovn: OvnApi | None) -> list[Route]:
+        """The route table of the whole API. In ML2/OVN mode the agents are gateway chassis:
+        ``ovn`` serves the agent and L3 scheduler rows, and the rows it has no counterpart
+        for are left out (404)."""
+        routers, dhcp, subnets, other = self.routers, self.dhcp, self.subnets, self.resources
+        return [
+            ("GET", "extensions", self._extensions),
+            ("GET", "extensions/{alias}", self._extension),
+            ("GET", "agents", ovn.list_agents if ovn else self._list_agents),
+            ("POST", "agents", None if ovn else self._create_agent),
+            ("GET", "agents/{id}", ovn.show_agent if ovn else self._show_agent),
+            ("PUT", "agents/{id}", ovn.update_agent if ovn else self._update_agent),
+            ("DELETE", "agents/{id}", None if ovn else self._delete_agent),
+            ("GET", "agents/{id}/l3-routers", ovn.agent_routers if ovn else self._agent_routers),
+            ("POST", "agents/{id}/l3-routers", ovn.add if ovn else self._bind),
+            ("DELETE", "agents/{id}/l3-routers/{router}", ovn.remove if ovn else self._unbind),
+            ("PUT", "agents/{id}/l3-routers/{router}", ovn.change if ovn else self._update_binding),
+            ("GET", "agents/{id}/dhcp-networks", None if ovn else dhcp.agent_networks),
+            ("POST", "agents/{id}/dhcp-networks", None if ovn else dhcp.add),
+            ("DELETE", "agents/{id}/dhcp-networks/{network}", None if ovn else dhcp.remove),
+            ("GET", "agents/{id}/dhcp-networks/{network}", None if ovn else dhcp.no_action),
+            ("PUT", "agents/{id}/dhcp-networks/{network}", None if ovn else dhcp.no_action),
+            ("GET", "routers", routers.list_routers),
+            ("POST", "routers", routers.create_router),
+            ("GET", "routers/{id}", routers.show_router),
+            ("PUT", "routers/{id}", routers.update_router),
+            ("DELETE", "routers/{id}", routers.delete_router),
+            ("GET", "routers/{id}/l3-agents", ovn.router_agents if ovn else routers.l3_agents),
+            ("GET", "routers/{id}/tags", routers.get_tags),
+            ("PUT", "routers/{id}/tags", routers.replace_tags),
+            ("DELETE", "routers/{id}/tags", routers.delete_tags),
+            ("GET", "routers/{id}/tags/{tag}", routers.show_tag),
+            ("PUT", "routers/{id}/tags/{tag}", routers.add_tag),
+            ("DELETE", "routers/{id}/tags/{tag}", routers.delete_tag),
+            ("GET", "networks", other.list_networks),
+            ("POST", "networks", dhcp.create_network),
+            ("GET", "networks/{id}", other.show_network),
+            ("DELETE", "networks/{id}", dhcp.delete_network),
+            ("GET", "networks/{id}/dhcp-agents", dhcp.hosting_agents),
+            ("GET", "subnets", subnets.list),
+            ("POST", "subnets", subnets.create),
+            ("GET", "subnets/{id}", subnets.show),
+            ("GET", "ports", other.list_ports),
+            ("GET", "ports/{id}", other.show_port),
+            ("GET", "floatingips", other.list_fips),
+            ("GET", "floatingips/{id}", other.show_fip),
+            ("GET", "availability_zones", other.list_azs),
+        ]
 
-    def _l3_routers_route(self, size: int, method: str) -> Callable[..., Response]:
-        table: dict[tuple[int, str], Callable[..., Response]] = {
-            (3, "GET"): self._agent_routers,
-            (3, "POST"): self._bind,
-            (4, "DELETE"): self._unbind,
-            (4, "PUT"): self._update_binding,
-        }
-        return pick(table, (size, method))
+    def serve_ovn(self, ovn: OvnApi) -> None:
+        """ML2/OVN mode: the agent rows of the route table are ``ovn``'s."""
+        self.routes = Routes(self._routes(ovn))
 
     # --- discovery --------------------------------------------------------------
 
@@ -250,11 +271,11 @@ class NeutronApi:
 
     # --- l3 agent scheduler shims ------------------------------------------------------
 
-    def _agent_routers(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def _agent_routers(self, req: Request, agent_id: str) -> Response:
         routers = self.agent(agent_id).routers.values()
         return ok({"routers": render.scheduled_router_docs(routers, self.public)})
 
-    def _bind(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def _bind(self, req: Request, agent_id: str) -> Response:
         router = self.router(router_id_of(req.body))
         agent = self.agent(agent_id)
         self._check_bindable(router, agent)
@@ -281,7 +302,7 @@ class NeutronApi:
         if not agent.admin_state_up:
             raise invalid_l3_agent(agent)
 
-    def _unbind(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+    def _unbind(self, req: Request, agent_id: str, router_id: str) -> Response:
         agent = self.agent(agent_id)
         if agent.mode in ("dvr", "dvr_no_external"):
             raise ApiError(409, "DVRL3CannotRemoveFromDvrAgent",
@@ -293,7 +314,7 @@ class NeutronApi:
         self.router(router_id)
         return no_content()
 
-    def _update_binding(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+    def _update_binding(self, req: Request, agent_id: str, router_id: str) -> Response:
         raise ApiError(501, "NotImplementedError",
                        "Updating a router in an L3 agent is not supported for this backend",
                        root="NotImplementedError")

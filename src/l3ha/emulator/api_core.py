@@ -2,20 +2,20 @@
 
 ``api_routers``, ``api_resources``, ``api_dhcp`` and ``api_subnets`` take an ``ApiCore``
 instead of the whole ``NeutronApi``: the world, the simulation, the settings, the clock,
-the public network and the lookups that answer Neutron's 404s. A group that routes on to
-another group gets that one passed in, so none of them imports ``api``.
+the public network and the lookups that answer Neutron's 404s. The API's one route table
+(``api``) names their handlers; a group that uses another's lookups gets that one passed
+in, so none of them imports ``api``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from l3ha.emulator.config import EmulatorConfig
 from l3ha.emulator.http_types import Request
 from l3ha.emulator.query import CollectionSpec
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
-from l3ha.emulator.world import World
+from l3ha.emulator.sim_core import Core
 
 #: Filters and sort keys of ``GET /v2.0/agents`` (L3 and DHCP agents, or OVN gateway agents).
 AGENTS = CollectionSpec(
@@ -29,24 +29,11 @@ AGENTS = CollectionSpec(
 )
 
 
-if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injects
-    from l3ha.clock import Clock
-
-
-class ApiCore(Protocol):
+class ApiCore(Core, Protocol):
     """The API as its handler groups see it (handlers run under ``world.lock``)."""
 
     @property
-    def world(self) -> World: ...
-
-    @property
     def sim(self) -> Simulation: ...
-
-    @property
-    def cfg(self) -> EmulatorConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
 
     @property
     def public(self) -> NetworkRec:

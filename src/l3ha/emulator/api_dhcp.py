@@ -27,7 +27,6 @@ neutron/db/agentschedulers_db.py), checked by the contract suite against the rea
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from l3ha.emulator import render
@@ -39,7 +38,6 @@ from l3ha.emulator.http_types import (
     as_bool,
     no_content,
     ok,
-    pick,
     resource_body,
 )
 from l3ha.emulator.query import ApiError, bad_request
@@ -98,17 +96,6 @@ class DhcpApi:
         self.sim = api.sim
         self.tables = api.world.dhcp
 
-    def agent_route(self, size: int, method: str) -> Callable[..., Response]:
-        """``/v2.0/agents/{id}/dhcp-networks[/{network}]``."""
-        table: dict[tuple[int, str], Callable[..., Response]] = {
-            (3, "GET"): self._agent_networks,
-            (3, "POST"): self._add,
-            (4, "DELETE"): self._remove,
-            (4, "GET"): self._no_action,
-            (4, "PUT"): self._no_action,
-        }
-        return pick(table, (size, method))
-
     # --- docs -------------------------------------------------------------------------
 
     def network_doc(self, net: NetworkRec) -> Doc:
@@ -125,14 +112,14 @@ class DhcpApi:
 
     # --- the scheduler shims ------------------------------------------------------------
 
-    def _agent_networks(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def agent_networks(self, req: Request, agent_id: str) -> Response:
         bindings = self.tables.by_agent.get(agent_id)
         if not bindings:
             self.api.agent(agent_id)
         docs = [self.network_doc(b.network) for b in (bindings or {}).values()]
         return ok({"networks": docs})
 
-    def _add(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def add(self, req: Request, agent_id: str) -> Response:
         body = req.body if isinstance(req.body, dict) else {}
         if "network_id" not in body:
             raise internal_error()  # body['network_id']: a KeyError in the controller
@@ -149,7 +136,7 @@ class DhcpApi:
         self.sim.dhcp.add(network, agent)
         return ok(None, 201)
 
-    def _remove(self, req: Request, agent_id: str, _sub: str, network_id: str) -> Response:
+    def remove(self, req: Request, agent_id: str, network_id: str) -> Response:
         agent = self.api.agent(agent_id)
         network = self.world.networks.get(network_id)
         if network is None or not self.sim.dhcp.remove(network, agent):
@@ -160,10 +147,10 @@ class DhcpApi:
             )
         return no_content()
 
-    def _no_action(self, req: Request, agent_id: str, _sub: str, network_id: str) -> Response:
+    def no_action(self, req: Request, agent_id: str, network_id: str) -> Response:
         raise internal_error()
 
-    def hosting_agents(self, req: Request, network_id: str, _sub: str) -> Response:
+    def hosting_agents(self, req: Request, network_id: str) -> Response:
         """``GET /v2.0/networks/{id}/dhcp-agents``."""
         now = self.api.clock.wall()
         bindings = self.tables.bindings_of(network_id).values()

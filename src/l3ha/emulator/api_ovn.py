@@ -9,7 +9,6 @@ answers Neutron's ``services/ovn_l3/plugin.py`` gives (docs/ovn.md). Handlers ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,9 +18,7 @@ from l3ha.emulator.http_types import (
     Request,
     Response,
     no_content,
-    not_found_path,
     ok,
-    pick,
     router_id_of,
 )
 from l3ha.emulator.ovn_world import (
@@ -36,7 +33,6 @@ from l3ha.emulator.query import ApiError, bad_request, list_collection
 from l3ha.emulator.sim_ovn import OvnSimulation
 
 Doc = dict[str, Any]
-Handler = Callable[..., Response]
 
 
 def invalid_agent(agent_id: str) -> ApiError:
@@ -68,26 +64,6 @@ class OvnApi:
         self.core = core
         self.ovn = ovn
 
-    def handles(self, parts: list[str]) -> bool:
-        if parts[0] == "agents":
-            return True
-        return parts[0] == "routers" and len(parts) == 3 and parts[2] == "l3-agents"
-
-    def route(self, parts: list[str], method: str) -> Handler:
-        table: dict[tuple[str, int, str], Handler] = {
-            ("agents", 1, "GET"): self._list,
-            ("agents", 2, "GET"): self._show,
-            ("agents", 2, "PUT"): self._update_agent,
-            ("agents", 3, "GET"): self._agent_routers,
-            ("agents", 3, "POST"): self._add,
-            ("agents", 4, "PUT"): self._change,
-            ("agents", 4, "DELETE"): self._remove,
-            ("routers", 3, "GET"): self._router_agents,
-        }
-        if parts[0] == "agents" and len(parts) >= 3 and parts[2] != "l3-routers":
-            raise not_found_path()
-        return pick(table, (parts[0], len(parts), method))
-
     # --- agents --------------------------------------------------------------------------
 
     def agent_doc(self, chassis: Chassis) -> Doc:
@@ -108,7 +84,7 @@ class OvnApi:
             raise ApiError(404, "AgentNotFound", f"Agent {agent_id} could not be found.")
         return chassis
 
-    def _list(self, req: Request) -> Response:
+    def list_agents(self, req: Request) -> Response:
         self.ovn.ping()
         return ok(
             list_collection(
@@ -121,10 +97,10 @@ class OvnApi:
             )
         )
 
-    def _show(self, req: Request, agent_id: str) -> Response:
+    def show_agent(self, req: Request, agent_id: str) -> Response:
         return ok({"agent": self.agent_doc(self.chassis(agent_id))})
 
-    def _update_agent(self, req: Request, agent_id: str) -> Response:
+    def update_agent(self, req: Request, agent_id: str) -> Response:
         self.chassis(agent_id)
         raise ApiError(400, "BadRequest", "Bad agent request: OVN agent status cannot be updated.")
 
@@ -134,7 +110,7 @@ class OvnApi:
         gateway = self.ovn.gateway_of(self.core.router(router_id))
         return gateway if gateway is not None else Gateway(router_id)
 
-    def _router_agents(self, req: Request, router_id: str, _sub: str) -> Response:
+    def router_agents(self, req: Request, router_id: str) -> Response:
         gateway = self._gateway(router_id)
         self.ovn.ping()  # Neutron lists the agents to answer
         agents = []
@@ -144,7 +120,7 @@ class OvnApi:
                 agents.append({**self.agent_doc(chassis), "ha_chassis_priority": priority})
         return ok({"agents": agents})
 
-    def _agent_routers(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def agent_routers(self, req: Request, agent_id: str) -> Response:
         if agent_id not in self.ovn.ovn.chassis:
             raise invalid_agent(agent_id)
         routers = [
@@ -166,7 +142,7 @@ class OvnApi:
             raise invalid_priority()
         return value
 
-    def _add(self, req: Request, agent_id: str, _sub: str) -> Response:
+    def add(self, req: Request, agent_id: str) -> Response:
         router_id = router_id_of(req.body)
         priority = self._priority(req.body)
         gateway = self._gateway(router_id)
@@ -190,7 +166,7 @@ class OvnApi:
         self.ovn.moved(gateway)
         return ok(None, 201)
 
-    def _change(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+    def change(self, req: Request, agent_id: str, router_id: str) -> Response:
         body = req.body if isinstance(req.body, dict) else {}
         priority = self._priority(body)
         if priority is None:
@@ -206,7 +182,7 @@ class OvnApi:
         self.ovn.moved(gateway)
         return ok(None)
 
-    def _remove(self, req: Request, agent_id: str, _sub: str, router_id: str) -> Response:
+    def remove(self, req: Request, agent_id: str, router_id: str) -> Response:
         if agent_id not in self.ovn.ovn.chassis:
             raise invalid_agent(agent_id)
         gateway = self._gateway(router_id)

@@ -7,15 +7,13 @@ the DHCP scheduler shims in ``api_dhcp``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from l3ha.emulator import render
 from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.api_dhcp import DhcpApi, dhcp_port_doc
-from l3ha.emulator.api_subnets import SubnetApi
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
-from l3ha.emulator.http_types import Request, Response, not_found_path, ok, only_fields, pick
+from l3ha.emulator.http_types import Request, Response, ok, only_fields
 from l3ha.emulator.query import ApiError, CollectionSpec, list_collection
 from l3ha.emulator.records import PortRec
 
@@ -55,33 +53,14 @@ AVAILABILITY_ZONES = CollectionSpec(
 
 
 class ResourceApi:
-    """Handlers for ports, networks, floating IPs and availability zones; subnets and
-    network writes are routed on to ``api_subnets`` and ``api_dhcp``."""
+    """Handlers for ports, networks, floating IPs and availability zones (network writes
+    are ``api_dhcp``'s)."""
 
-    def __init__(self, api: ApiCore, dhcp: DhcpApi, subnets: SubnetApi) -> None:
+    def __init__(self, api: ApiCore, dhcp: DhcpApi) -> None:
         self.api = api
         self.dhcp = dhcp
-        self.subnets = subnets
         self.world = api.world
         self.sim = api.sim
-
-    def route(self, parts: list[str], method: str) -> Callable[..., Response]:
-        table: dict[tuple[str, int, str], Callable[..., Response]] = {
-            ("ports", 1, "GET"): self._list_ports,
-            ("ports", 2, "GET"): self._show_port,
-            ("networks", 1, "GET"): self._list_networks,
-            ("networks", 1, "POST"): self.dhcp.create_network,
-            ("networks", 3, "GET"): self._network_sub_route,
-            ("subnets", 1, "GET"): self.subnets.list,
-            ("subnets", 1, "POST"): self.subnets.create,
-            ("subnets", 2, "GET"): self.subnets.show,
-            ("networks", 2, "GET"): self._show_network,
-            ("networks", 2, "DELETE"): self.dhcp.delete_network,
-            ("floatingips", 1, "GET"): self._list_fips,
-            ("floatingips", 2, "GET"): self._show_fip,
-            ("availability_zones", 1, "GET"): self._list_azs,
-        }
-        return pick(table, (parts[0], len(parts), method))
 
     # --- ports, networks, floating IPs, AZs -----------------------------------------------
 
@@ -106,7 +85,7 @@ class ResourceApi:
         records.extend(p for p in self.world.dhcp.ports.values() if p.device_id in wanted)
         return records
 
-    def _list_ports(self, req: Request) -> Response:
+    def list_ports(self, req: Request) -> Response:
         fixed = [v for k, v in req.params if k == "fixed_ips" and v]
         params = [(k, v) for k, v in req.params if k != "fixed_ips"]
         records = [p for p in self._port_records(req) if _fixed_ip_match(p, fixed)]
@@ -119,19 +98,14 @@ class ResourceApi:
             raise ApiError(404, "PortNotFound", f"Port {marker} could not be found.")
         return True
 
-    def _show_port(self, req: Request, port_id: str) -> Response:
+    def show_port(self, req: Request, port_id: str) -> Response:
         port: PortRec | DhcpPortRec | None = (self.world.ports.get(port_id)
                                                or self.world.dhcp.ports.get(port_id))
         if port is None:
             raise ApiError(404, "PortNotFound", f"Port {port_id} could not be found.")
         return ok({"port": only_fields(req, any_port_doc(port))})
 
-    def _network_sub_route(self, req: Request, net_id: str, sub: str) -> Response:
-        if sub != "dhcp-agents":
-            raise not_found_path()
-        return self.dhcp.hosting_agents(req, net_id, sub)
-
-    def _list_networks(self, req: Request) -> Response:
+    def list_networks(self, req: Request) -> Response:
         return ok(list_collection(list(self.world.networks.values()), self.dhcp.network_doc,
                                   lambda n: n.id, req.params, NETWORKS,
                                   self.api.collection_url(req),
@@ -141,22 +115,22 @@ class ResourceApi:
         self.dhcp.network(marker)
         return True
 
-    def _show_network(self, req: Request, net_id: str) -> Response:
+    def show_network(self, req: Request, net_id: str) -> Response:
         return ok({"network": only_fields(req, self.dhcp.network_doc(self.dhcp.network(net_id)))})
 
-    def _list_fips(self, req: Request) -> Response:
+    def list_fips(self, req: Request) -> Response:
         public = self.api.public
         return ok(list_collection(list(self.world.fips.values()),
                                   lambda f: render.fip_doc(f, public), lambda f: f.id,
                                   req.params, FLOATINGIPS, self.api.collection_url(req)))
 
-    def _show_fip(self, req: Request, fip_id: str) -> Response:
+    def show_fip(self, req: Request, fip_id: str) -> Response:
         fip = self.world.fips.get(fip_id)
         if fip is None:
             raise ApiError(404, "FloatingIPNotFound", f"Floating IP {fip_id} could not be found")
         return ok({"floatingip": only_fields(req, render.fip_doc(fip, self.api.public))})
 
-    def _list_azs(self, req: Request) -> Response:
+    def list_azs(self, req: Request) -> Response:
         zones = sorted({a.az for a in self.world.agents.values()})
         docs = [{"name": z, "resource": res, "state": "available"}
                 for z in zones for res in ("router", "network")]

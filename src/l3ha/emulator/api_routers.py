@@ -8,7 +8,6 @@ the simulation, since tags set a router's busy weight.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from l3ha.emulator import render
@@ -20,7 +19,6 @@ from l3ha.emulator.http_types import (
     no_content,
     ok,
     only_fields,
-    pick,
     resource_body,
 )
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
@@ -61,37 +59,12 @@ class RouterApi:
         self.world = api.world
         self.sim = api.sim
 
-    def route(self, parts: list[str], method: str) -> Callable[..., Response]:
-        """The handler for a path under ``routers`` (``parts[0] == "routers"``)."""
-        if len(parts) >= 3:
-            return self._router_sub_route(parts, method)
-        table: dict[tuple[int, str], Callable[..., Response]] = {
-            (1, "GET"): self._list_routers,
-            (1, "POST"): self._create_router,
-            (2, "GET"): self._show_router,
-            (2, "PUT"): self._update_router,
-            (2, "DELETE"): self._delete_router,
-        }
-        return pick(table, (len(parts), method))
-
-    def _router_sub_route(self, parts: list[str], method: str) -> Callable[..., Response]:
-        table: dict[tuple[str, int, str], Callable[..., Response]] = {
-            ("l3-agents", 3, "GET"): self._hosting_agents,
-            ("tags", 3, "GET"): self._get_tags,
-            ("tags", 3, "PUT"): self._replace_tags,
-            ("tags", 3, "DELETE"): self._delete_tags,
-            ("tags", 4, "GET"): self._check_tag,
-            ("tags", 4, "PUT"): self._add_tag,
-            ("tags", 4, "DELETE"): self._delete_tag,
-        }
-        return pick(table, (parts[2], len(parts), method))
-
     # --- routers ------------------------------------------------------------------
 
     def _router_doc(self, router: RouterRec) -> Doc:
         return render.router_doc(router, self.api.public, render.router_azs(router))
 
-    def _list_routers(self, req: Request) -> Response:
+    def list_routers(self, req: Request) -> Response:
         return ok(
             list_collection(
                 list(self.world.routers.values()),
@@ -109,10 +82,10 @@ class RouterApi:
         self.api.router(marker)
         return True
 
-    def _show_router(self, req: Request, router_id: str) -> Response:
+    def show_router(self, req: Request, router_id: str) -> Response:
         return ok({"router": only_fields(req, self._router_doc(self.api.router(router_id)))})
 
-    def _create_router(self, req: Request) -> Response:
+    def create_router(self, req: Request) -> Response:
         body = resource_body(req.body, "router")
         allowed = {
             "name",
@@ -150,7 +123,7 @@ class RouterApi:
             self.sim.scheduler.router_updated(router)
         return ok({"router": self._router_doc(router)}, 201)
 
-    def _update_router(self, req: Request, router_id: str) -> Response:
+    def update_router(self, req: Request, router_id: str) -> Response:
         router = self.api.router(router_id)
         changes = resource_body(req.body, "router")
         for key, value in changes.items():
@@ -193,7 +166,7 @@ class RouterApi:
         for agent in candidates[: self.api.cfg.max_l3_agents_per_router]:
             self.sim.bind(router, agent)
 
-    def _delete_router(self, req: Request, router_id: str) -> Response:
+    def delete_router(self, req: Request, router_id: str) -> Response:
         router = self.api.router(router_id)
         if any(p.owner in INTERFACE_OWNERS or p.owner == OWNER_SNAT for p in router.ports):
             raise ApiError(409, "RouterInUse", f"Router {router.id} still has ports")
@@ -204,7 +177,7 @@ class RouterApi:
         self.sim.on_reachability(router)
         return no_content()
 
-    def _hosting_agents(self, req: Request, router_id: str, _sub: str) -> Response:
+    def l3_agents(self, req: Request, router_id: str) -> Response:
         router = self.api.router(router_id)
         now = self.api.clock.wall()
         states = render.reported_ha_states(self.sim, router, now) if router.ha else {}
@@ -216,10 +189,10 @@ class RouterApi:
 
     # --- tags -------------------------------------------------------------------------
 
-    def _get_tags(self, req: Request, router_id: str, _sub: str) -> Response:
+    def get_tags(self, req: Request, router_id: str) -> Response:
         return ok({"tags": list(self.api.router(router_id).tags)})
 
-    def _replace_tags(self, req: Request, router_id: str, _sub: str) -> Response:
+    def replace_tags(self, req: Request, router_id: str) -> Response:
         router = self.api.router(router_id)
         body = req.body
         if not isinstance(body, dict) or not isinstance(body.get("tags"), list):
@@ -237,23 +210,23 @@ class RouterApi:
         self.sim.retag(router, list(tags))
         return ok({"tags": list(router.tags)})
 
-    def _delete_tags(self, req: Request, router_id: str, _sub: str) -> Response:
+    def delete_tags(self, req: Request, router_id: str) -> Response:
         self.sim.retag(self.api.router(router_id), [])
         return no_content()
 
-    def _check_tag(self, req: Request, router_id: str, _sub: str, tag: str) -> Response:
+    def show_tag(self, req: Request, router_id: str, tag: str) -> Response:
         if tag not in self.api.router(router_id).tags:
             raise ApiError(404, "TagNotFound", f"Tag {tag} could not be found.")
         return no_content()
 
-    def _add_tag(self, req: Request, router_id: str, _sub: str, tag: str) -> Response:
+    def add_tag(self, req: Request, router_id: str, tag: str) -> Response:
         router = self.api.router(router_id)
         check_tag(tag)
         if tag not in router.tags:
             self.sim.retag(router, [*router.tags, tag])
         return ok(None, 201)
 
-    def _delete_tag(self, req: Request, router_id: str, _sub: str, tag: str) -> Response:
+    def delete_tag(self, req: Request, router_id: str, tag: str) -> Response:
         router = self.api.router(router_id)
         if tag not in router.tags:
             raise ApiError(404, "TagNotFound", f"Tag {tag} could not be found.")

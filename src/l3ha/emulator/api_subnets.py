@@ -16,7 +16,14 @@ from typing import Any
 
 from l3ha.emulator import render
 from l3ha.emulator.api_core import ApiCore
-from l3ha.emulator.http_types import Request, Response, as_bool, ok, only_fields, resource_body
+from l3ha.emulator.http_types import (
+    Request,
+    Response,
+    as_bool,
+    ok,
+    only_fields,
+    resource_body,
+)
 from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
 from l3ha.emulator.records import NetworkRec
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from l3ha.emulator.records import AgentRec, NetworkRec
@@ -33,81 +34,51 @@ def dhcp_device_id(network_id: str, host: str) -> str:
     return f"dhcp{host_uuid}-{network_id}"
 
 
+@dataclass(slots=True, eq=False)
 class DhcpPortRec:
     """A DHCP port of one network."""
 
-    __slots__ = (
-        "created_at",
-        "device_id",
-        "host",
-        "id",
-        "ip",
-        "mac",
-        "network",
-        "revision",
-        "status",
-        "updated_at",
-    )
+    id: str
+    mac: str
+    network: NetworkRec
+    ip: str
+    device_id: str
+    host: str
+    created_at: datetime
+    status: str = "DOWN"
+    updated_at: datetime = field(init=False)
+    revision: int = 1
 
-    def __init__(  # noqa: PLR0917
-        self,
-        port_id: str,
-        mac: str,
-        network: NetworkRec,
-        ip: str,
-        device_id: str,
-        host: str,
-        now: datetime,
-    ) -> None:
-        self.id = port_id
-        self.mac = mac
-        self.network = network
-        self.ip = ip
-        self.device_id = device_id
-        self.host = host
-        self.status = "DOWN"
-        self.created_at = now
-        self.updated_at = now
-        self.revision = 1
+    def __post_init__(self) -> None:
+        self.updated_at = self.created_at
 
 
+@dataclass(slots=True, eq=False)
 class DhcpBinding:
     """A network's binding to one DHCP agent, with what the agent has done with it."""
 
-    __slots__ = ("agent", "network", "processed")
-
-    def __init__(self, network: NetworkRec, agent: AgentRec) -> None:
-        self.network = network
-        self.agent = agent
-        self.processed = False
+    network: NetworkRec
+    agent: AgentRec
+    processed: bool = False
 
 
+@dataclass(slots=True, eq=False)
 class DhcpAgentWork:
     """One DHCP agent's processing state (its resource queue and its cache)."""
 
-    __slots__ = (
-        "generation",
-        "inflight",
-        "load",
-        "queue",
-        "reported",
-        "serving",
-        "stale",
-        "sync_queue",
+    queue: deque[str] = field(default_factory=deque)  # RPC-added networks (processed first)
+    sync_queue: deque[str] = field(default_factory=deque)  # full-resync work
+    inflight: dict[str, float] = field(default_factory=dict)
+    generation: int = 0
+    # networks removed while the agent was cut off: it still serves them
+    stale: set[str] = field(default_factory=set)
+    # networks the agent has set up (its cache): what its reports count
+    serving: set[str] = field(default_factory=set)
+    # its last state report's counts, and their networks count (the scheduler's "load")
+    reported: dict[str, int] = field(
+        default_factory=lambda: {"networks": 0, "subnets": 0, "ports": 0}
     )
-
-    def __init__(self) -> None:
-        self.queue: deque[str] = deque()  # RPC-added networks (processed first)
-        self.sync_queue: deque[str] = deque()  # full-resync work
-        self.inflight: dict[str, float] = {}
-        self.generation = 0
-        # networks removed while the agent was cut off: it still serves them
-        self.stale: set[str] = set()
-        # networks the agent has set up (its cache): what its reports count
-        self.serving: set[str] = set()
-        # its last state report's counts, and their networks count (the scheduler's "load")
-        self.reported = {"networks": 0, "subnets": 0, "ports": 0}
-        self.load = 0
+    load: int = 0
 
     def abandon(self) -> DhcpAgentWork:
         """Drop the queued and in-flight work (a new generation: late completions are void)."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from l3ha.emulator.query import ApiError, Params, bad_request, select_fields
 
@@ -38,19 +38,35 @@ def no_content() -> Response:
 
 
 Handler = Callable[..., "Response"]
-Key = TypeVar("Key")
+#: One row of the API's route table: method, path pattern such as
+#: ``"agents/{id}/dhcp-networks/{network}"`` (below ``/v2.0/``), and the handler, called
+#: with the request and the path's ``{...}`` values in order (``None``: no such route).
+Route = tuple[str, str, Handler | None]
 
 
 def not_found_path() -> ApiError:
     return ApiError(404, "HTTPNotFound", "The resource could not be found.")
 
 
-def pick(table: Mapping[Key, Handler], key: Key) -> Handler:
-    """The handler ``table`` holds for ``key``, else Neutron's 404 for an unknown path."""
-    handler = table.get(key)
-    if handler is None:
+class Routes:
+    """The route table of the whole API and its one matcher."""
+
+    def __init__(self, rows: list[Route]) -> None:
+        self.rows: dict[tuple[str, int], list[tuple[list[str], Handler]]] = {}
+        for method, pattern, handler in rows:
+            if handler is None:
+                continue
+            segments = pattern.split("/")
+            self.rows.setdefault((method, len(segments)), []).append((segments, handler))
+
+    def match(self, method: str, parts: list[str]) -> tuple[Handler, list[str]]:
+        """The first row's handler for ``method`` on the path ``parts`` and the path's
+        ``{...}`` values, else Neutron's 404 for an unknown path (a wrong method too)."""
+        for pattern, handler in self.rows.get((method, len(parts)), []):
+            pairs = list(zip(pattern, parts, strict=True))
+            if all(segment == part or segment[0] == "{" for segment, part in pairs):
+                return handler, [part for segment, part in pairs if segment[0] == "{"]
         raise not_found_path()
-    return handler
 
 
 def resource_body(body: Any, key: str) -> dict[str, Any]:

@@ -72,7 +72,7 @@ class Emulator:
         self.ovn: OvnSimulation | None = None
         if self.cfg.ovn:
             self.ovn = OvnSimulation(self.sim, self.cfg)
-            self.api.ovn = OvnApi(self.api, self.ovn)
+            self.api.serve_ovn(OvnApi(self.api, self.ovn))
             self.faults.ovn = self.ovn
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []

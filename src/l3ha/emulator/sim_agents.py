@@ -19,6 +19,7 @@ Runs on the simulation (its clock and event heap); callers hold ``world.lock``.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 
 from l3ha.emulator import sim_ports
 from l3ha.emulator.records import DHCP_AGENT, AgentRec
@@ -28,17 +29,16 @@ from l3ha.emulator.sim_schedule import RouterScheduler
 from l3ha.emulator.sim_vrrp import VrrpModel
 
 
+@dataclass(eq=False)
 class AgentLifecycle:
     """What happens to the simulation's agents' processes, nodes and message-bus links."""
 
-    def __init__(self, sim: SimCore, scheduler: RouterScheduler, vrrp: VrrpModel,
-                 dhcp: DhcpSimulation) -> None:
-        self.sim = sim
-        self.scheduler = scheduler
-        self.vrrp = vrrp
-        self.dhcp = dhcp
-        self.broker_until = 0.0
-        self._outages = 0
+    sim: SimCore
+    scheduler: RouterScheduler
+    vrrp: VrrpModel
+    dhcp: DhcpSimulation
+    broker_until: float = field(default=0.0, init=False)
+    _outages: int = field(default=0, init=False)
 
     # --- the management path ---------------------------------------------------------
 

@@ -21,8 +21,9 @@ if TYPE_CHECKING:  # the protocol only: time comes from the clock a caller injec
     from l3ha.clock import Clock
 
 
-class SimCore(Protocol):
-    """The simulation as its helpers see it (callers hold ``world.lock``)."""
+class Core(Protocol):
+    """What the simulation's helpers and the API's handler groups share: the world, the
+    settings and the clock (callers hold ``world.lock``)."""
 
     @property
     def world(self) -> World: ...
@@ -32,6 +33,10 @@ class SimCore(Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+
+class SimCore(Core, Protocol):
+    """The simulation as its helpers see it (callers hold ``world.lock``)."""
 
     def schedule(self, at: float, func: Callable[..., None], *args: Any) -> None:
         """Run ``func(*args)`` at monotonic time ``at``."""
