@@ -1,4 +1,6 @@
-"""The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims. Pure.
+"""The Neutron v2.0 API over the emulated world: discovery, agents, scheduler shims.
+
+No I/O, but not pure: its handlers read the emulator's clock and change the world.
 
 Requests arrive as ``Request`` values and leave as ``Response`` values; the
 HTTP server does the I/O. One route table (``NeutronApi._routes``) maps method and path

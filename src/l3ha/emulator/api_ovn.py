@@ -1,4 +1,6 @@
-"""Neutron 29's ML2/OVN agent and L3 scheduler API over the emulated gateway plane. Pure.
+"""Neutron 29's ML2/OVN agent and L3 scheduler API over the emulated gateway plane.
+
+No I/O, but not pure: handlers read the emulator's clock and change the gateway plane.
 
 In OVN mode ``/v2.0/agents`` lists gateway chassis as "OVN Controller Gateway agent"
 (id = chassis name, alive by Neutron's nb_cfg rule), ``PUT /v2.0/agents/{id}`` is

@@ -1,4 +1,6 @@
-"""Neutron v2.0 ports, networks, floating IPs and availability zones. Pure.
+"""Neutron v2.0 ports, networks, floating IPs and availability zones.
+
+No I/O, but not pure: handlers read the emulator's clock and change the world.
 
 Part of the emulator's API (see ``api``); handlers run under ``world.lock``. Routers
 live in ``api_routers``, subnets in ``api_subnets``, network creation and deletion and

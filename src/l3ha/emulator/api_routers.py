@@ -1,4 +1,6 @@
-"""Neutron v2.0 routers, their tags and their l3-agents. Pure.
+"""Neutron v2.0 routers, their tags and their l3-agents.
+
+No I/O, but not pure: handlers read the emulator's clock and change the world.
 
 Part of the emulator's API (see ``api``); handlers run under ``world.lock``. A new HA
 router is scheduled at once onto the least loaded live agents; an update (and a create

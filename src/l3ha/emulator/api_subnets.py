@@ -1,4 +1,6 @@
-"""Neutron v2.0 subnets over the emulated networks: list, show, create. Pure.
+"""Neutron v2.0 subnets over the emulated networks: list, show, create.
+
+No I/O, but not pure: handlers read the emulator's clock and change the world.
 
 Part of the emulator's API (see ``api``); handlers run under ``world.lock``. The emulator
 gives a network at most one IPv4 /24 subnet: the public, HA and routers' private networks

@@ -1,4 +1,6 @@
-"""The simulated agents and data plane: event loop, heartbeats, router processing, forwarding. Pure.
+"""The simulated agents and data plane: event loop, heartbeats, router processing, forwarding.
+
+No I/O, but not pure: it runs on the injected clock and changes the world.
 
 Time comes from an injected clock: events sit on a heap keyed by monotonic time
 and ``run_due`` runs those whose time has come (the server's thread calls it

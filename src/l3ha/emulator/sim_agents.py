@@ -1,4 +1,6 @@
-"""Agent lifecycle in the simulation: faults, admin state and the management path. Pure.
+"""Agent lifecycle in the simulation: faults, admin state and the management path.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Runs on the simulation (its clock and event heap); callers hold ``world.lock``.
 

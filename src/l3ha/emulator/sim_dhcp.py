@@ -1,4 +1,6 @@
-"""The simulated DHCP agents: network set-up, DHCP ports, resyncs, auto-scheduling. Pure.
+"""The simulated DHCP agents: network set-up, DHCP ports, resyncs, auto-scheduling.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Runs on the simulation's clock (``sim``); callers hold ``world.lock``. What neutron 29
 does (neutron/agent/dhcp/agent.py, neutron/agent/linux/dhcp.py,

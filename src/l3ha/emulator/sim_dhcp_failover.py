@@ -1,4 +1,6 @@
-"""Neutron's ``allow_automatic_dhcp_failover`` periodic check, as neutron 29 runs it. Pure.
+"""Neutron's ``allow_automatic_dhcp_failover`` periodic check, as neutron 29 runs it.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Events on the simulation's clock; callers hold ``world.lock``. What neutron does
 (neutron/db/agentschedulers_db.py ``remove_networks_from_down_agents``,

@@ -1,4 +1,6 @@
-"""The emulator's OVN mode on the simulation's clock: nb_cfg pings, BFD, gateway moves. Pure.
+"""The emulator's OVN mode on the simulation's clock: nb_cfg pings, BFD, gateway moves.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 ``OvnSimulation`` owns the ``OvnWorld``: gateway chassis ``gw-1``..``gw-N`` (AZs
 round-robin), every router with a gateway scheduled on up to five of them the way

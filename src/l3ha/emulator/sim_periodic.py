@@ -1,4 +1,6 @@
-"""Neutron's periodic agent checks, the looping call both run on. Pure.
+"""Neutron's periodic agent checks, the looping call both run on.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Events on the simulation's clock; callers hold ``world.lock``. Neutron runs
 ``allow_automatic_l3agent_failover`` (``sim_failover``) and

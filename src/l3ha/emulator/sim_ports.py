@@ -1,4 +1,6 @@
-"""When a router's ports change binding:host_id and status, as neutron 29 moves them. Pure.
+"""When a router's ports change binding:host_id and status, as neutron 29 moves them.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Binding and unbinding through the scheduler API do not touch the ports. The host changes
 only when an agent fetches the router (``sync_routers`` -> ``_ensure_host_set_on_ports``,

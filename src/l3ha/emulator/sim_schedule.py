@@ -1,4 +1,6 @@
-"""Neutron's router scheduling outside the scheduler API: agent resyncs and router updates. Pure.
+"""Neutron's router scheduling outside the scheduler API: agent resyncs and router updates.
+
+No I/O, but not pure: it changes the world on the simulation's clock.
 
 Runs on the simulation; callers hold ``world.lock``. What neutron 29 does and how it is
 modelled:

@@ -1,5 +1,5 @@
 """HA routers in the simulation: VRRP elections, split brain, and the agents' HA state
-reports to the server. Pure (the simulation's clock and event heap).
+reports to the server. No I/O, but not pure: it changes the world on the simulation's clock.
 
 An HA router's copies elect a master when none of them is master and at least
 one is processed on an agent whose VRRP is alive; the election happens
