@@ -20,6 +20,7 @@ from l3ha.executor.gateway_steps import (
     GATEWAY_KIND_PREFIX,
     GatewayHosting,
     GatewayProbe,
+    GatewayReadiness,
     GatewayWriter,
     journal_move,
 )
@@ -60,7 +61,9 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
             return GatewayRunResult(plan.action, planned, None, True, plan.warnings)
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
-        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, probe, addresses, hosting)
+        hosts = {c.id: c.host for c in chassis.values()}
+        readiness = GatewayReadiness(self.cloud, hosts, probe, addresses or {}, hosting)
+        kind = GatewayKind(GatewayWriter(self.cloud, guard), chassis, readiness)
         dispatcher = Dispatcher(kind, guard, self.clock, self.options, should_stop=should_stop)
         operation = journal.begin_operation(
             GATEWAY_KIND_PREFIX + plan.action,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from l3ha.dhcp_model import DhcpMove, DhcpUnplaceable
+from l3ha.kinds.base import KindMove, KindResult
 from l3ha.model import Move, Unplaceable
 
 
@@ -78,7 +79,7 @@ class DhcpOutcome(StrEnum):
 BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
 
 
-MoveT = TypeVar("MoveT")
+MoveT = TypeVar("MoveT", bound=KindMove)
 OutcomeT = TypeVar("OutcomeT", bound=StrEnum)
 
 
@@ -86,8 +87,7 @@ OutcomeT = TypeVar("OutcomeT", bound=StrEnum)
 class KindMoveResult(Generic[MoveT, OutcomeT]):
     """The outcome of one planned move of a kind other than routers (a network's copy, a
     router's gateway chassis); ``target`` is where it went; the times as for
-    ``MoveResult``. A kind names its object (``NOUN``, the key of ``as_row``) and how
-    to read it off a move (``object_id``)."""
+    ``MoveResult``. A kind names its object (``NOUN``, the key of ``as_row``)."""
 
     NOUN: ClassVar[str]
 
@@ -101,7 +101,7 @@ class KindMoveResult(Generic[MoveT, OutcomeT]):
 
     @property
     def object_id(self) -> str:
-        raise NotImplementedError
+        return self.move.object_id
 
     def as_row(self) -> dict[str, object]:
         return _row(self, self.NOUN)
@@ -112,10 +112,6 @@ class DhcpMoveResult(KindMoveResult[DhcpMove, DhcpOutcome]):
     """The outcome of one planned DHCP move (``KindMoveResult``)."""
 
     NOUN = "network"
-
-    @property
-    def object_id(self) -> str:
-        return self.move.network_id
 
 
 def _row(
@@ -135,15 +131,7 @@ def _row(
     }
 
 
-class _Outcome(Protocol):
-    @property
-    def outcome(self) -> StrEnum: ...
-
-    @property
-    def object_id(self) -> str: ...
-
-
-R = TypeVar("R", bound=_Outcome)
+R = TypeVar("R", bound=KindResult)
 U = TypeVar("U")
 
 

@@ -46,9 +46,6 @@ class RouterKind:
         self.port_timeout = port_timeout
         self.readiness = RouterReadiness(writer.cloud)
 
-    def object_id(self, move: Move) -> str:
-        return move.router_id
-
     def ended(self, move: Move, outcome: Ended, reason: str) -> MoveResult:
         return MoveResult(move, MoveOutcome(outcome), reason)
 

@@ -246,7 +246,7 @@ def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> Non
 
 def _execute(side: _Dhcp, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
     ctx, request = side.ctx, side.request
-    plan = within_budget(plan, request.move_budget, lambda m: m.network_id)
+    plan = within_budget(plan, request.move_budget)
     fallbacks = fallback_targets(snapshot, _policy(request, snapshot)) if side.fallbacks else None
     executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
     moved = (m.network_id for m in plan.moves)
