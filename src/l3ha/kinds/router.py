@@ -106,8 +106,8 @@ class RouterKind:
             MoveOutcome.PENDING,
             f"bound, but ports not ACTIVE after {self.port_timeout:g}s: {ports}",
             written.target,
-            waited.waiting,
-            written.attempts,
+            pending_ports=waited.waiting,
+            attempts=written.attempts,
         )
 
 
