@@ -76,7 +76,7 @@ class Hosted:
 Reading = GatewayBinding | Answer | Hosted
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GatewayReadiness:
     """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
     group, read back, holds that chassis and, after a move that makes the chassis forward

@@ -34,7 +34,7 @@ MAX_FALLBACKS = 2
 DhcpItem = Item[DhcpMove, DhcpMoveResult]
 
 
-@dataclass
+@dataclass(eq=False)
 class DhcpKind(RechecksInPhaseOne):
     """Networks on DHCP agents (``l3ha.kinds.base.Kind``); ``agents``: every DHCP agent
     by id, ``require_dead_source``: safety rule 5 (off for ``--force``)."""
