@@ -296,11 +296,10 @@ def _verify(ctx: DhcpContext, step: DhcpExecuted, source: Agent | None) -> tuple
             for r in step.run.results
             if r.outcome in (DhcpOutcome.MOVED, DhcpOutcome.REMOVED)
         }
-        now_on = after.networks_of_agent(source.id)
-        still = still_on_source(ctx.notify, "network", moved, now_on, source.host)
+        left = after.networks_of_agent(source.id)
+        still = still_on_source(ctx.notify, "network", moved, left, source.host)
         if still:
             problems.append(f"{len(still)} network(s) still on {source.host}")
-        left = after.networks_of_agent(source.id)
         if left and not still:
             problems.append(f"{len(left)} network(s) left on {source.host}")
     before = step.snapshot
