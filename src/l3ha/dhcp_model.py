@@ -185,6 +185,10 @@ class DhcpMove:
     #: only while another live agent serves it. False: no agent ever gets a DHCP port for it.
     serves_dhcp: bool = True
 
+    @property
+    def object_id(self) -> str:
+        return self.network_id
+
 
 @dataclass(frozen=True, slots=True)
 class DhcpUnplaceable:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Protocol
 
 from l3ha.clock import Clock
@@ -167,45 +167,36 @@ def apply(policy: WeightPolicy, measurement: Measurement) -> WeightPolicy:
     return replace(policy, measured=dict(measurement.measured))
 
 
+@dataclass(eq=False)
 class Weigher:
     """Measured weights refreshed every ``interval`` seconds (the watch daemon's)."""
 
-    def __init__(
-        self,
-        options: MeasureOptions,
-        usage: UsageSource | None,
-        base: WeightPolicy,
-        *,
-        interval: float,
-        clock: Clock,
-        warn: Callable[[str], None],
-        prometheus: PrometheusQuery = query_by_router,
-    ) -> None:
-        self.options = options
-        self.base = base
-        self.interval = interval
-        self._usage = usage
-        self._clock = clock
-        self._warn = warn
-        self._prometheus = prometheus
-        self._policy = base
-        self._due: float | None = None
-        self.last: Measurement | None = None
-        self.refreshes = 0
+    options: MeasureOptions
+    usage: UsageSource | None
+    base: WeightPolicy
+    _: KW_ONLY
+    interval: float
+    clock: Clock
+    warn: Callable[[str], None]
+    prometheus: PrometheusQuery = query_by_router
+    last: Measurement | None = field(default=None, init=False)
+    refreshes: int = field(default=0, init=False)
+    _policy: WeightPolicy = field(init=False)  # the last measured weights
+    _due: float | None = field(default=None, init=False)  # when to measure again
 
     def policy(self) -> WeightPolicy:
         """The weights now: measured again when the interval has passed."""
         if not self.options.enabled:
             return self.base
-        now = self._clock.monotonic()
+        now = self.clock.monotonic()
         if self._due is None or now >= self._due:
             self._refresh(now)
         return self._policy
 
     def _refresh(self, now: float) -> None:
-        measurement = measure(self.options, self._usage, self.base.busy_weight, self._prometheus)
+        measurement = measure(self.options, self.usage, self.base.busy_weight, self.prometheus)
         for warning in measurement.warnings:
-            self._warn(warning)
+            self.warn(warning)
         self._policy = apply(self.base, measurement)
         self.last = measurement
         self.refreshes += 1

@@ -259,6 +259,10 @@ class Move:
     source: str | None = None
     reason: str = ""
 
+    @property
+    def object_id(self) -> str:
+        return self.router_id
+
 
 @dataclass(frozen=True, slots=True)
 class Unplaceable:

@@ -151,7 +151,7 @@ class Dispatcher(Generic[M, R]):
                 claimed = item is not None and self.budgets.bucket.try_take()
                 if item is not None and claimed:
                     remaining.remove(item)
-                    item.slot = self.budgets.claim(self.kind.object_id(item.move), item.move.target)
+                    item.slot = self.budgets.claim(item.move.object_id, item.move.target)
                     item.started = self.clock.monotonic()
                 elif item is None and not skips:
                     self.budgets.cond.wait(timeout=0.2)
@@ -176,7 +176,7 @@ class Dispatcher(Generic[M, R]):
             return {i.index: why for i in remaining}
         skips: dict[int, str] = {}
         for item in remaining:
-            if self.kind.object_id(item.move) in self.budgets.busy:
+            if item.move.object_id in self.budgets.busy:
                 continue
             why_not = self.kind.skip_unstarted(item, self.items)
             if why_not is not None:
@@ -187,7 +187,7 @@ class Dispatcher(Generic[M, R]):
         """The first move that may start now; an object's moves start in plan order."""
         held: set[str] = set()  # objects with an earlier move not startable yet
         for item in remaining:
-            obj = self.kind.object_id(item.move)
+            obj = item.move.object_id
             if obj not in held and self.budgets.has_room(obj, item.move.target):
                 return item
             held.add(obj)
@@ -222,7 +222,7 @@ class Dispatcher(Generic[M, R]):
             self._phase_two(item, outcome, Waited(True, polled=False))
             return
         self.waiter.add(
-            self.kind.object_id(item.move),
+            item.move.object_id,
             item.move.kind,
             outcome.host,
             self.opts.port_timeout,
@@ -262,6 +262,6 @@ class Dispatcher(Generic[M, R]):
             slot, item.slot = item.slot, None
             self.finished += 1
             done = self.finished
-            self.budgets.done(self.kind.object_id(item.move), slot)  # ``cond`` is re-entrant
+            self.budgets.done(item.move.object_id, slot)  # ``cond`` is re-entrant
         if self.progress is not None:
             self.progress(done, len(self.items), result)

@@ -20,6 +20,7 @@ from l3ha.executor.gateway_steps import (
     GATEWAY_KIND_PREFIX,
     GatewayHosting,
     GatewayProbe,
+    GatewayReadiness,
     GatewayWriter,
     journal_move,
 )
@@ -60,8 +61,10 @@ class GatewayExecutor(ExecutorBase["NeutronOvn"]):
             return GatewayRunResult(plan.action, planned, None, True, plan.warnings)
         journal = require_journal(self.journal)
         guard = JournalGuard(journal)
+        hosts = {c.id: c.host for c in chassis.values()}
+        readiness = GatewayReadiness(self.cloud, hosts, probe, addresses or {}, hosting)
         writer = GatewayWriter(self.cloud, guard, self.options.usable)
-        kind = GatewayKind(writer, chassis, probe, addresses, hosting)
+        kind = GatewayKind(writer, chassis, readiness)
         dispatcher = Dispatcher(kind, guard, self.clock, self.options, should_stop=should_stop)
         operation = journal.begin_operation(
             GATEWAY_KIND_PREFIX + plan.action,

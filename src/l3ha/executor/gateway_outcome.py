@@ -32,10 +32,6 @@ class GatewayMoveResult(KindMoveResult[GatewayMove, GatewayOutcome]):
 
     NOUN = "router"
 
-    @property
-    def object_id(self) -> str:
-        return self.move.router_id
-
 
 @dataclass(frozen=True)
 class GatewayRunResult(PlanRun[GatewayMoveResult, str]):

@@ -15,7 +15,7 @@ hosts it, with a probe (``--probe``) until it answers on its gateway addresses a
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from l3ha.errors import L3haError
@@ -76,6 +76,7 @@ class Hosted:
 Reading = GatewayBinding | Answer | Hosted
 
 
+@dataclass(frozen=True, eq=False)
 class GatewayReadiness:
     """The gateway kind's ``Readiness``: a router is ready on a chassis' host once its
     group, read back, holds that chassis and, after a move that makes the chassis forward
@@ -84,50 +85,42 @@ class GatewayReadiness:
     id -> host; ``addresses``: router id -> its gateway addresses. What a router still
     waits for is said in words (the move's reason when time runs out)."""
 
-    def __init__(
-        self,
-        ovn: NeutronOvn,
-        hosts: Mapping[str, str],
-        probe: GatewayProbe | None = None,
-        addresses: Mapping[str, Sequence[str]] | None = None,
-        hosting: GatewayHosting | None = None,
-    ) -> None:
-        self._ovn = ovn
-        self._hosts = hosts
-        self._probe = probe
-        self._addresses = addresses or {}
-        self._hosting = hosting
+    ovn: NeutronOvn
+    hosts: Mapping[str, str]
+    probe: GatewayProbe | None = None
+    addresses: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    hosting: GatewayHosting | None = None
 
     def read(self, object_ids: list[str]) -> dict[str, list[Reading]]:
         routers = sorted(set(object_ids))
         found: dict[str, list[Reading]] = {
-            r: [*group] for r, group in self._ovn.groups(routers).items()
+            r: [*group] for r, group in self.ovn.groups(routers).items()
         }
-        if self._hosting is not None:
-            hosted = self._hosting()
+        if self.hosting is not None:
+            hosted = self.hosting()
             for router in routers:
                 found[router].append(Hosted(hosted.get(router, "")))
-        if self._probe is not None:
-            addresses = [a for r in routers for a in self._addresses.get(r, ())]
-            answered = set(self._probe(addresses)) if addresses else set()
+        if self.probe is not None:
+            addresses = [a for r in routers for a in self.addresses.get(r, ())]
+            answered = set(self.probe(addresses)) if addresses else set()
             for router in routers:
-                found[router] += [Answer(a, a in answered) for a in self._addresses.get(router, ())]
+                found[router] += [Answer(a, a in answered) for a in self.addresses.get(router, ())]
         return found
 
     def ready(
         self, found: Sequence[Reading], kind: object, host: str
     ) -> tuple[bool, tuple[str, ...]]:
         if not any(
-            isinstance(b, GatewayBinding) and self._hosts.get(b.chassis_id) == host for b in found
+            isinstance(b, GatewayBinding) and self.hosts.get(b.chassis_id) == host for b in found
         ):
             return False, (f"{host} not seen in the router's group again",)
         if kind not in TAKES_OVER:
             return True, ()
         waiting = tuple(
-            f"still hosted on {self._hosts.get(h.chassis_id, h.chassis_id) or 'no chassis'} "
+            f"still hosted on {self.hosts.get(h.chassis_id, h.chassis_id) or 'no chassis'} "
             "(northbound hosting-chassis)"
             for h in found
-            if isinstance(h, Hosted) and self._hosts.get(h.chassis_id) != host
+            if isinstance(h, Hosted) and self.hosts.get(h.chassis_id) != host
         ) + tuple(
             f"gateway {a.address} not answering after the move"
             for a in found

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from l3ha.dhcp_model import DhcpMove, DhcpUnplaceable
+from l3ha.kinds.base import KindMove, KindResult
 from l3ha.model import Move, Unplaceable
 
 
@@ -31,36 +32,55 @@ BAD_OUTCOMES: frozenset[StrEnum] = frozenset(
 UNPLACED = "unplaced"
 
 
+MoveT = TypeVar("MoveT", bound=KindMove)
+OutcomeT = TypeVar("OutcomeT", bound=StrEnum)
+
+
 @dataclass(frozen=True, slots=True)
-class MoveResult:
-    """The outcome of one planned move; ``target`` is where the router ended up.
+class KindMoveResult(Generic[MoveT, OutcomeT]):
+    """The outcome of one planned move of any kind; ``target`` is where its object ended
+    up. A kind names its object (``NOUN``, the key of ``as_row``).
 
     ``seconds``: from the move's start until it finished (ports ACTIVE when waited
     for); ``write_seconds``: from its start until its writes were read back (0 if
     never written); ``started_after``: from the run's start until the move started.
     """
 
-    move: Move
-    outcome: MoveOutcome
+    NOUN: ClassVar[str]
+
+    move: MoveT
+    outcome: OutcomeT
     reason: str = ""
     target: str | None = None
-    pending_ports: tuple[str, ...] = ()
-    attempts: int = 0
     seconds: float = 0.0
     write_seconds: float = 0.0
     started_after: float = 0.0
 
     @property
-    def router_id(self) -> str:
-        return self.move.router_id
-
-    @property
     def object_id(self) -> str:
-        return self.move.router_id
+        return self.move.object_id
 
     def as_row(self) -> dict[str, object]:
         """A flat dict for tables and JSON."""
-        return _row(self, "router", pending_ports=list(self.pending_ports))
+        return _row(self, self.NOUN)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult(KindMoveResult[Move, MoveOutcome]):
+    """The outcome of one planned router move (``KindMoveResult``): the ports still not
+    ACTIVE when it ended, the targets tried."""
+
+    NOUN = "router"
+
+    pending_ports: tuple[str, ...] = ()
+    attempts: int = 0
+
+    @property
+    def router_id(self) -> str:
+        return self.move.router_id
+
+    def as_row(self) -> dict[str, object]:
+        return _row(self, self.NOUN, pending_ports=list(self.pending_ports))
 
 
 class DhcpOutcome(StrEnum):
@@ -78,49 +98,14 @@ class DhcpOutcome(StrEnum):
 BAD_DHCP_OUTCOMES: frozenset[StrEnum] = frozenset({DhcpOutcome.FAILED})
 
 
-MoveT = TypeVar("MoveT")
-OutcomeT = TypeVar("OutcomeT", bound=StrEnum)
-
-
-@dataclass(frozen=True, slots=True)
-class KindMoveResult(Generic[MoveT, OutcomeT]):
-    """The outcome of one planned move of a kind other than routers (a network's copy, a
-    router's gateway chassis); ``target`` is where it went; the times as for
-    ``MoveResult``. A kind names its object (``NOUN``, the key of ``as_row``) and how
-    to read it off a move (``object_id``)."""
-
-    NOUN: ClassVar[str]
-
-    move: MoveT
-    outcome: OutcomeT
-    reason: str = ""
-    target: str | None = None
-    seconds: float = 0.0
-    write_seconds: float = 0.0
-    started_after: float = 0.0
-
-    @property
-    def object_id(self) -> str:
-        raise NotImplementedError
-
-    def as_row(self) -> dict[str, object]:
-        return _row(self, self.NOUN)
-
-
 @dataclass(frozen=True, slots=True)
 class DhcpMoveResult(KindMoveResult[DhcpMove, DhcpOutcome]):
     """The outcome of one planned DHCP move (``KindMoveResult``)."""
 
     NOUN = "network"
 
-    @property
-    def object_id(self) -> str:
-        return self.move.network_id
 
-
-def _row(
-    result: MoveResult | KindMoveResult[Any, Any], name: str, **extra: object
-) -> dict[str, object]:
+def _row(result: KindMoveResult[Any, Any], name: str, **extra: object) -> dict[str, object]:
     """One move's result as a flat dict; its object under ``name``, ``extra`` before seconds."""
     move = result.move
     return {
@@ -135,15 +120,7 @@ def _row(
     }
 
 
-class _Outcome(Protocol):
-    @property
-    def outcome(self) -> StrEnum: ...
-
-    @property
-    def object_id(self) -> str: ...
-
-
-R = TypeVar("R", bound=_Outcome)
+R = TypeVar("R", bound=KindResult)
 U = TypeVar("U")
 
 

@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 
 class KindMove(Protocol):
-    """A planned move of any kind: its move kind, the agent it leaves and the one it goes to."""
+    """A planned move of any kind: the router, network, ... it places (one move per object at
+    a time), its move kind, the agent it leaves and the one it goes to."""
 
+    @property
+    def object_id(self) -> str: ...
     @property
     def kind(self) -> Any: ...
     @property
@@ -32,10 +35,12 @@ class KindMove(Protocol):
 
 
 class KindResult(Protocol):
-    """How a move of any kind ended: a frozen dataclass whose times the dispatcher fills in
-    (``seconds`` until it finished, ``write_seconds`` until written, ``started_after`` the
-    run's start)."""
+    """How a move of any kind ended (of the object ``object_id``): a frozen dataclass whose
+    times the dispatcher fills in (``seconds`` until it finished, ``write_seconds`` until
+    written, ``started_after`` the run's start)."""
 
+    @property
+    def object_id(self) -> str: ...
     @property
     def outcome(self) -> StrEnum: ...
     @property
@@ -106,9 +111,6 @@ class Kind(Protocol[M, R]):
     def readiness(self) -> Readiness: ...
     @property
     def canary_until_ready(self) -> bool: ...
-
-    # The router, network, ... a move places (one move per object at a time).
-    def object_id(self, move: M) -> str: ...
 
     # The result of a move not started ("skipped") or of one that raised unexpectedly ("failed").
     def ended(self, move: M, outcome: Ended, reason: str) -> R: ...

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from functools import cached_property
 
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind
 from l3ha.errors import L3haError
@@ -32,6 +34,7 @@ MAX_FALLBACKS = 2
 DhcpItem = Item[DhcpMove, DhcpMoveResult]
 
 
+@dataclass(eq=False)
 class DhcpKind(RechecksInPhaseOne):
     """Networks on DHCP agents (``l3ha.kinds.base.Kind``); ``agents``: every DHCP agent
     by id, ``require_dead_source``: safety rule 5 (off for ``--force``)."""
@@ -39,24 +42,16 @@ class DhcpKind(RechecksInPhaseOne):
     name = "network"
     bad = BAD_DHCP_OUTCOMES
 
-    def __init__(
-        self,
-        writer: DhcpWriter,
-        agents: Mapping[str, Agent],
-        fallbacks: Callable[[DhcpMove], Sequence[str]] | None,
-        *,
-        require_dead_source: bool,
-        port_timeout: float,
-    ) -> None:
-        self.writer = writer
-        self.agents = agents
-        self.fallbacks = fallbacks
-        self.require_dead_source = require_dead_source
-        self.port_timeout = port_timeout
-        self.readiness = DhcpReadiness(writer.cloud)
+    writer: DhcpWriter
+    agents: Mapping[str, Agent]
+    fallbacks: Callable[[DhcpMove], Sequence[str]] | None
+    _: KW_ONLY
+    require_dead_source: bool
+    port_timeout: float
 
-    def object_id(self, move: DhcpMove) -> str:
-        return move.network_id
+    @cached_property
+    def readiness(self) -> DhcpReadiness:
+        return DhcpReadiness(self.writer.cloud)
 
     def ended(self, move: DhcpMove, outcome: Ended, reason: str) -> DhcpMoveResult:
         return DhcpMoveResult(move, DhcpOutcome(outcome), reason)

@@ -25,8 +25,6 @@ from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
 from l3ha.executor.gateway_steps import (
-    GatewayHosting,
-    GatewayProbe,
     GatewayReadiness,
     GatewayWriter,
 )
@@ -39,30 +37,20 @@ GatewayItem = Item[GatewayMove, GatewayMoveResult]
 
 class GatewayKind(RechecksInPhaseOne):
     """Router gateways on OVN gateway chassis (``l3ha.kinds.base.Kind``); ``chassis``: every
-    gateway chassis by id; ``probe`` and ``addresses`` (router id -> gateway addresses): the
-    data plane a move waits for; ``hosting``: where OVN's northbound database says each
-    router's gateway is hosted, which a move waits for too."""
+    gateway chassis by id; ``readiness``: what a move waits for (with a probe of the data
+    plane or OVN's northbound database, the canary is awaited before the rest)."""
 
     name = "gateway"
 
     def __init__(
-        self,
-        writer: GatewayWriter,
-        chassis: Mapping[str, Agent],
-        probe: GatewayProbe | None = None,
-        addresses: Mapping[str, Sequence[str]] | None = None,
-        hosting: GatewayHosting | None = None,
+        self, writer: GatewayWriter, chassis: Mapping[str, Agent], readiness: GatewayReadiness
     ) -> None:
         self.writer = writer
         self.chassis = chassis
-        hosts = {c.id: c.host for c in chassis.values()}
-        self.readiness = GatewayReadiness(writer.ovn, hosts, probe, addresses, hosting)
-        self.canary_until_ready = probe is not None or hosting is not None
+        self.readiness = readiness
+        self.canary_until_ready = readiness.probe is not None or readiness.hosting is not None
         checked = {GatewayOutcome.PENDING} if self.canary_until_ready else set()
         self.bad: frozenset[StrEnum] = BAD_GATEWAY_OUTCOMES | checked
-
-    def object_id(self, move: GatewayMove) -> str:
-        return move.router_id
 
     def ended(self, move: GatewayMove, outcome: Ended, reason: str) -> GatewayMoveResult:
         return GatewayMoveResult(move, GatewayOutcome(outcome), reason)

@@ -46,9 +46,6 @@ class RouterKind:
         self.port_timeout = port_timeout
         self.readiness = RouterReadiness(writer.cloud)
 
-    def object_id(self, move: Move) -> str:
-        return move.router_id
-
     def ended(self, move: Move, outcome: Ended, reason: str) -> MoveResult:
         return MoveResult(move, MoveOutcome(outcome), reason)
 
@@ -109,8 +106,8 @@ class RouterKind:
             MoveOutcome.PENDING,
             f"bound, but ports not ACTIVE after {self.port_timeout:g}s: {ports}",
             written.target,
-            waited.waiting,
-            written.attempts,
+            pending_ports=waited.waiting,
+            attempts=written.attempts,
         )
 
 

@@ -246,7 +246,7 @@ def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> Non
 
 def _execute(side: _Dhcp, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
     ctx, request = side.ctx, side.request
-    plan = within_budget(plan, request.move_budget, lambda m: m.network_id)
+    plan = within_budget(plan, request.move_budget)
     fallbacks = fallback_targets(snapshot, _policy(request, snapshot)) if side.fallbacks else None
     executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
     moved = (m.network_id for m in plan.moves)
@@ -296,11 +296,10 @@ def _verify(ctx: DhcpContext, step: DhcpExecuted, source: Agent | None) -> tuple
             for r in step.run.results
             if r.outcome in (DhcpOutcome.MOVED, DhcpOutcome.REMOVED)
         }
-        now_on = after.networks_of_agent(source.id)
-        still = still_on_source(ctx.notify, "network", moved, now_on, source.host)
+        left = after.networks_of_agent(source.id)
+        still = still_on_source(ctx.notify, "network", moved, left, source.host)
         if still:
             problems.append(f"{len(still)} network(s) still on {source.host}")
-        left = after.networks_of_agent(source.id)
         if left and not still:
             problems.append(f"{len(left)} network(s) left on {source.host}")
     before = step.snapshot

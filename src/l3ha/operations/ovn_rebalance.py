@@ -112,7 +112,7 @@ def _gated(ctx: GatewayContext) -> OvnSnapshot:
 def _execute(
     ctx: GatewayContext, request: RebalanceRequest, world: OvnSnapshot, plan: GatewayPlan
 ) -> GatewayExecuted:
-    kept, note = cut_to_budget(plan.moves, request.move_budget, lambda m: m.router_id)
+    kept, note = cut_to_budget(plan.moves, request.move_budget)
     if note:
         plan = replace(plan, moves=kept, warnings=(*plan.warnings, note))
     names = {c.id: c.host for c in world.chassis} | {r.id: r.name for r in world.routers}

@@ -8,12 +8,13 @@ offline from a snapshot, so the two can never differ. A refusal is raised as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from l3ha.errors import BadInputError, NotFoundError, SafetyHaltError, candidates_text
 from l3ha.health import HealthPolicy, api_fleet_gate
+from l3ha.kinds.base import KindMove
 from l3ha.model import Agent, Halt, Plan, Snapshot
 from l3ha.operations.request import Action, ActionRequest, PlacementRequest
 from l3ha.planner import (
@@ -25,12 +26,12 @@ from l3ha.planner import (
     plan_repair,
 )
 
-M = TypeVar("M")
+M = TypeVar("M", bound=KindMove)
 
 
 class _Budgeted(Protocol):
     @property
-    def moves(self) -> Sequence[Any]: ...
+    def moves(self) -> Sequence[KindMove]: ...
     @property
     def warnings(self) -> tuple[str, ...]: ...
 
@@ -184,22 +185,18 @@ def _ha_only(plan: Plan, snapshot: Snapshot) -> Plan:
     )
 
 
-def within_budget(
-    plan: PlanT, budget: int | None, object_of: Callable[[Any], str] = lambda m: m.router_id
-) -> PlanT:
+def within_budget(plan: PlanT, budget: int | None) -> PlanT:
     """The leading moves of a plan of any kind that fit ``budget`` (None: all), whole
-    objects only (``cut_to_budget``; ``object_of``: a move's object, routers by default);
-    what is left out waits for a later cycle, said in a warning."""
-    kept, note = cut_to_budget(plan.moves, budget, object_of)
+    objects only (``cut_to_budget``); what is left out waits for a later cycle, said in a
+    warning."""
+    kept, note = cut_to_budget(plan.moves, budget)
     if not note:
         return plan
     canary = {"canary": min(plan.canary, len(kept))} if isinstance(plan, Plan) else {}
     return replace(plan, moves=kept, warnings=(*plan.warnings, note), **canary)  # type: ignore[type-var]
 
 
-def cut_to_budget(
-    moves: Sequence[M], budget: int | None, object_of: Callable[[M], str]
-) -> tuple[tuple[M, ...], str]:
+def cut_to_budget(moves: Sequence[M], budget: int | None) -> tuple[tuple[M, ...], str]:
     """The leading ``moves`` that fit ``budget`` (None: all) and the warning of the cut
     ("" when nothing is cut), for every kind of placement.
 
@@ -211,9 +208,9 @@ def cut_to_budget(
     kept: list[M] = []
     objects: set[str] = set()
     for index, move in enumerate(moves):
-        obj = object_of(move)
+        obj = move.object_id
         if obj not in objects:
-            rest = sum(1 for m in moves[index:] if object_of(m) == obj)
+            rest = sum(1 for m in moves[index:] if m.object_id == obj)
             if len(kept) + rest > budget:
                 break
             objects.add(obj)

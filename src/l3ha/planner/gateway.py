@@ -50,6 +50,10 @@ class GatewayMove:
     priority: int | None = None
     reason: str = ""
 
+    @property
+    def object_id(self) -> str:
+        return self.router_id
+
 
 @dataclass(frozen=True)
 class GatewayPlan:

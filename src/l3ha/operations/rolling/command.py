@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
+from l3ha.journal.statedir import process_alive
+
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a command that timed out
 OUTPUT_POLL = 0.05  # seconds between looks at the command's output file when it has no more
 
@@ -98,13 +100,7 @@ def _output_file() -> Iterator[tuple[int, TextIO]]:
 
 def group_alive(pgid: int) -> bool:
     """Whether any process of the group a command started is still running."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(-pgid)  # a negative pid names the process group
 
 
 def _pump(child: subprocess.Popen[bytes], source: TextIO, on_line: Callable[[str], None]) -> None:
