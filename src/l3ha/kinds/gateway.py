@@ -24,10 +24,7 @@ from enum import StrEnum
 from l3ha.errors import L3haError
 from l3ha.executor.dhcp_steps import SkipMoveError
 from l3ha.executor.gateway_outcome import BAD_GATEWAY_OUTCOMES, GatewayMoveResult, GatewayOutcome
-from l3ha.executor.gateway_steps import (
-    GatewayReadiness,
-    GatewayWriter,
-)
+from l3ha.executor.gateway_steps import GatewayReadiness, GatewayWriter
 from l3ha.kinds.base import Ended, Item, RechecksInPhaseOne, Waited, Written
 from l3ha.model import Agent
 from l3ha.planner.gateway import GatewayMove, GatewayMoveKind
