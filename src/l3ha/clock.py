@@ -2,7 +2,7 @@
 
 ``SystemClock`` reads the real clocks (I/O: system time, sleeping).
 ``ManualClock`` is advanced by hand and never sleeps, for tests and simulations.
-Pure code never reads a clock; it takes ``now`` as an argument.
+The pure core never reads a clock; it takes ``now`` as an argument.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The configuration reference page (docs/configuration.md), generated. Pure.
+"""The configuration reference page (docs/configuration.md), generated; it reads and writes
+nothing itself (it imports every command's parser and the daemon's options to render them).
 
 Rendered from the oslo.config option definitions (``l3ha.daemon.settings.list_opts``)
 and from the argument parser of every command: for each option, its section, type,

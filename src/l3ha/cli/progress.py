@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from l3ha.executor import Progress
+from l3ha.executor.outcome import Progress
 
 
 class MoveCount:

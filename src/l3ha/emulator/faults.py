@@ -1,6 +1,6 @@
 """Fault kinds of the emulator, their arguments, and scenario files.
 
-Pure, except ``load_scenario`` (reads a file).
+I/O: only ``load_scenario`` (reads a file).
 
 A fault is a kind plus named arguments, e.g. ``{"fault": "kill-agent", "host": "net-1"}``.
 The same description arrives from ``POST /_emulator/faults``, from

@@ -1,5 +1,6 @@
 """The ``openstack.cli.extension`` module of ``openstack l3ha ...`` (osc-lib's plugin
-interface). Pure: it declares the API name and version and adds the version option."""
+interface): it declares the API name and version and adds the version option. I/O: reads
+``OS_L3HA_API_VERSION`` from the environment."""
 
 from __future__ import annotations
 
