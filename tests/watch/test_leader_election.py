@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 LOCK_TIMEOUT = 3
 INTERVAL = 0.2
+PACED = ("--max-moves-per-cycle", "4", "--max-moves-per-minute", "60")
 
 
 @pytest.fixture
@@ -43,12 +44,13 @@ def test_one_leader_acts_and_a_follower_takes_over_a_killed_leader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, etcd: EtcdServer
 ) -> None:
     url = etcd.url(LOCK_TIMEOUT)
+    # 4 moves at once, then one a second: the kill lands mid-evacuation however fast the
+    # writes go (without a budget every move of it is written within a second or so)
+    paced = ("--coordination", url, "--concurrency", "2", *PACED)
     with scene(tmp_path, monkeypatch, routers=60, router_base_time=0.4) as made:
-        first = made.start_watch("--coordination", url, "--concurrency", "2", name="first")
+        first = made.start_watch(*paced, name="first")
         first.wait_event("leading")
-        second = made.start_watch(
-            "--coordination", url, "--concurrency", "2", name="second", state="state2"
-        )
+        second = made.start_watch(*paced, name="second", state="state2")
         second.wait_event("ready")
         time.sleep(1.0)
         assert not second.events("leading")  # one leader at a time
