@@ -78,6 +78,17 @@ def test_no_module_is_over_the_line_limit() -> None:
     assert {name: n for name, n in over.items() if name not in OVERSIZE_ALLOWED} == {}
 
 
+def test_no_test_or_benchmark_module_is_over_the_line_limit() -> None:
+    """The suite and the benchmarks are held to the same size as the source."""
+    over = {
+        str(path.relative_to(ROOT)): lines
+        for folder in ("tests", "bench")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert over == {}
+
+
 def _methods_per_class(path: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for node in ast.walk(ast.parse(path.read_text())):
