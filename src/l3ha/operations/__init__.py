@@ -7,17 +7,7 @@ nothing else to change the cloud: ``run_action(ctx, request)`` with an
 planning step, for ``l3ha plan`` offline.
 """
 
-from l3ha.operations.actions import (
-    drain,
-    evacuate,
-    ha_repair,
-    migrate,
-    rebalance,
-    repair,
-    resume,
-    run_action,
-    undrain,
-)
+from l3ha.operations.actions import resume, run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.interrupted import finish_interrupted
 from l3ha.operations.planning import make_plan, resolve_placement
@@ -44,16 +34,9 @@ __all__ = [
     "OperationContext",
     "PlacementRequest",
     "Step",
-    "drain",
-    "evacuate",
     "finish_interrupted",
-    "ha_repair",
     "make_plan",
-    "migrate",
-    "rebalance",
-    "repair",
     "resolve_placement",
     "resume",
     "run_action",
-    "undrain",
 ]

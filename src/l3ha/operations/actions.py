@@ -1,9 +1,9 @@
-"""One function per action: gate, plan, execute, verify. I/O: cloud, journal (via the context).
+"""The router actions: gate, plan, execute, verify. I/O: cloud, journal (via the context).
 
-``run_action(ctx, request)`` dispatches to ``evacuate``, ``drain``,
-``undrain``, ``migrate``, ``rebalance``, ``repair`` and ``ha_repair``; the
-command line, the watch daemon and rolling maintenance all call these, so an
-action behaves the same whoever asks. The planned actions and a drain's first pass
+``run_action(ctx, request)`` runs ``evacuate``, ``drain``, ``undrain``,
+``migrate``, ``rebalance``, ``repair`` and ``ha-repair``; the command line, the
+watch daemon and rolling maintenance all call it, so an action behaves the same
+whoever asks. The planned actions and a drain's first pass
 run through the flow every kind shares (``l3ha.operations.flow``), the rest of a
 drain through ``l3ha.operations.drain``. Every write goes through the executor
 (router moves and agent changes alike), so dry run, the journal and
@@ -13,7 +13,7 @@ is written; notices for the operator go to ``ctx.notify``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sized
+from collections.abc import Sized
 from dataclasses import dataclass, field, replace
 
 from l3ha.errors import NotFoundError, SafetyHaltError
@@ -60,52 +60,35 @@ _WITH_HA_STATE = frozenset({Action.REPAIR, Action.HA_REPAIR})
 
 def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Run the request's action (see the module docstring)."""
-    handlers = {
-        Action.EVACUATE: evacuate,
-        Action.DRAIN: drain,
-        Action.UNDRAIN: undrain,
-        Action.MIGRATE: migrate,
-        Action.REBALANCE: rebalance,
-        Action.REPAIR: repair,
-        Action.HA_REPAIR: ha_repair,
-    }
     try:
-        return handlers[request.action](ctx, request)
+        return _run(ctx, request)
     except NotFoundError as exc:  # perhaps the agent is of another kind: say which
         raise agent_of_another_kind(ctx, request.agent, request.action.value) or exc from exc
 
 
-def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Every router (or the named ones) off a dead agent; verified: none left there."""
-
-    def verify(step: Executed) -> tuple[str, ...]:
-        return _left_on(ctx, step.snapshot.find_agent(request.agent or ""), step.run)
-
-    return _plan_and_run(ctx, request, verify)
-
-
-def migrate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """The named routers to the best targets (or ``placement.to``)."""
-    return _plan_and_run(ctx, request)
-
-
-def rebalance(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Even out routers over every live agent with the fewest moves."""
-    return _plan_and_run(ctx, request)
-
-
-def ha_repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Replace HA replicas on dead or disabled agents; the active one is never moved."""
-    return _plan_and_run(ctx, request)
-
-
-def repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Finish interrupted work, bind unhosted routers, replace dead HA replicas; then run
-    again the evacuations and drains a crash cut short."""
+def _run(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Undrain enables the agent; drain moves routers off a live agent, then disables it
+    (a disabled agent tears its routers down, so it is disabled only once none is left),
+    then sweeps up late arrivals (``l3ha.operations.drain``); the rest plan and run
+    through the flow every kind shares: evacuate (every router, or the named ones, off
+    a dead agent; verified: none left there), migrate (the named routers to the best
+    targets, or ``placement.to``), rebalance (even out routers over every live agent
+    with the fewest moves), ha-repair (replace HA replicas on dead or disabled agents;
+    the active one is never moved) and repair (finish interrupted work, bind unhosted
+    routers, replace dead HA replicas; then run again the evacuations and drains a
+    crash cut short)."""
+    if request.action is Action.UNDRAIN:
+        return undrain(ctx, request)
     side = _Routers(ctx, request)
-    step, _, ok = run_flow(side, side.plan_on, dry_run=request.dry_run)
-    code = _finish_interrupted_plans(ctx, request, side.interrupted)
-    return ActionResult(request.action, (step,), recovered_ok=ok, follow_up_code=code)
+    if request.action is Action.DRAIN:
+        agent = request.agent or ""
+        done = run_drain(side, side.plan_on, ctx.notify, agent, dry_run=request.dry_run)
+        return ActionResult(request.action, tuple(done.steps), problems=done.problems)
+    step, problems, ok = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
+    code = 0
+    if request.action is Action.REPAIR:
+        code = _finish_interrupted_plans(ctx, request, side.interrupted)
+    return ActionResult(request.action, (step,), problems, recovered_ok=ok, follow_up_code=code)
 
 
 def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -115,15 +98,6 @@ def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     ok, interrupted = finish_interrupted(ctx, request.dry_run)
     code = _finish_interrupted_plans(ctx, request, interrupted)
     return ActionResult(request.action, recovered_ok=ok, follow_up_code=code)
-
-
-def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Move routers off a live agent, then disable it (a disabled agent tears its routers
-    down, so it is disabled only once none is left), then sweep up late arrivals."""
-    side = _Routers(ctx, request)
-    agent = request.agent or ""
-    done = run_drain(side, side.plan_on, ctx.notify, agent, dry_run=request.dry_run)
-    return ActionResult(request.action, tuple(done.steps), problems=done.problems)
 
 
 @dataclass
@@ -161,6 +135,12 @@ class _Routers:
 
     def execute(self, snapshot: Snapshot, plan: Plan) -> Executed:
         return _execute(self.ctx, self.request, snapshot, plan)
+
+    def verify(self, step: Executed) -> tuple[str, ...]:
+        """An evacuation's: no router reported moved off the source is still on it."""
+        if self.request.action is not Action.EVACUATE:
+            return ()
+        return _left_on(self.ctx, step.snapshot.find_agent(self.request.agent or ""), step.run)
 
     def on_agent(self, snapshot: Snapshot, agent_id: str) -> Sized:
         return snapshot.bindings_of_agent(agent_id)
@@ -213,7 +193,7 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         world = _with_agent(snapshot, replace(agent, admin_state_up=True))
         steps.append(_execute(ctx, again, world, make_plan(again, world)))
         return ActionResult(request.action, tuple(steps))
-    refill = rebalance(ctx, again)
+    refill = _run(ctx, again)
     return ActionResult(
         request.action,
         (*steps, *refill.steps),
@@ -223,18 +203,7 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     )
 
 
-# --- the shared flow ---------------------------------------------------------
-
-
-def _plan_and_run(
-    ctx: OperationContext,
-    request: ActionRequest,
-    verify: Callable[[Executed], tuple[str, ...]] | None = None,
-) -> ActionResult:
-    """Recover interrupted work, observe, gate and plan, execute, verify (``flow``)."""
-    side = _Routers(ctx, request)
-    step, problems, ok = run_flow(side, side.plan_on, verify, dry_run=request.dry_run)
-    return ActionResult(request.action, (step,), problems, recovered_ok=ok)
+# --- what the actions share ------------------------------------------------
 
 
 def _execute(
