@@ -107,41 +107,12 @@ class GatewayResult(OperationResult[GatewayAction, GatewayExecuted]):
     """What one gateway action did and its exit code (0 done, 1 not)."""
 
 
-def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
-    """Every router group rid of a dead chassis; replacements where redundancy drops."""
+def evacuate_or_drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
+    """Evacuate (every router group rid of a dead chassis; replacements where redundancy
+    drops) or drain (a live chassis' primaries moved away gracefully, the first alone as
+    a canary, then the chassis at the bottom) through the flow every kind shares."""
     side = _Gateways(ctx, request)
-
-    def plan_on(world: OvnSnapshot) -> GatewayPlan:
-        chassis = _gated(world, request)
-        if chassis.alive:
-            raise SafetyHaltError(
-                f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
-                "(removing it would fail its routers over); nothing changed"
-            )
-        side.chassis = chassis
-        action = request.action.value
-        return plan_evacuate(world, chassis.id, request.min_chassis, action, side.short)
-
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
-    return GatewayResult(request.action, (step,), problems=problems)
-
-
-def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
-    """A live chassis' primaries moved away gracefully, then the chassis at the bottom."""
-    side = _Gateways(ctx, request, canary=1)
-
-    def plan_on(world: OvnSnapshot) -> GatewayPlan:
-        chassis = _gated(world, request)
-        if not chassis.alive:
-            raise SafetyHaltError(
-                f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
-                f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
-            )
-        side.chassis = chassis
-        drained = drained_chassis(ctx.journal, world.chassis) - {chassis.id}
-        return plan_drain(world, chassis.id, request.action.value, drained)
-
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
+    step, problems, _ = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
     return GatewayResult(request.action, (step,), problems=problems)
 
 
@@ -159,14 +130,34 @@ def _gated(world: OvnSnapshot, request: GatewayRequest) -> Agent:
 @dataclass
 class _Gateways:
     """The gateway side of the flow (``l3ha.operations.flow``): an evacuation first closes
-    interrupted gateway moves (``short``: the routers they left short of a chassis);
-    ``canary``: the leading moves written before the rest."""
+    interrupted gateway moves (``short``: the routers they left short of a chassis); a
+    drain writes its first move alone, the canary, before the rest."""
 
     ctx: GatewayContext
     request: GatewayRequest
-    canary: int = 0
     chassis: Agent | None = None  # the chassis acted on, once planned
     short: frozenset[str] = frozenset()
+
+    def plan_on(self, world: OvnSnapshot) -> GatewayPlan:
+        """Gate (a live chassis is not evacuated, a dead one not drained), then plan."""
+        request = self.request
+        chassis = _gated(world, request)
+        if request.action is GatewayAction.EVACUATE and chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
+                "(removing it would fail its routers over); nothing changed"
+            )
+        if request.action is GatewayAction.DRAIN and not chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
+                f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
+            )
+        self.chassis = chassis
+        if request.action is GatewayAction.EVACUATE:
+            action = request.action.value
+            return plan_evacuate(world, chassis.id, request.min_chassis, action, self.short)
+        drained = drained_chassis(self.ctx.journal, world.chassis) - {chassis.id}
+        return plan_drain(world, chassis.id, request.action.value, drained)
 
     def recover(self) -> bool:
         if self.ctx.journal is None or self.request.action is not GatewayAction.EVACUATE:
@@ -191,7 +182,7 @@ class _Gateways:
             world.chassis_by_id,
             args=operation_args(request, names),
             should_stop=ctx.should_stop,
-            canary=self.canary,
+            canary=1 if request.action is GatewayAction.DRAIN else 0,
             probe=request.probe,
             addresses={r.id: r.gateway_ips for r in world.routers},
             hosting=self.hosting(),
