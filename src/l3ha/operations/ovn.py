@@ -43,7 +43,8 @@ from l3ha.model import Agent
 from l3ha.operations.context import KindContext, operation_args
 from l3ha.operations.flow import run_flow
 from l3ha.operations.planning import within_budget
-from l3ha.operations.request import OperationResult, PlanExecuted
+from l3ha.operations.request import Executes, OperationResult, PlanExecuted
+from l3ha.ovn_checks import control_plane_fault
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot, resolve_chassis
 from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
 
@@ -67,7 +68,7 @@ UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 
 
 @dataclass(frozen=True)
-class GatewayRequest:
+class GatewayRequest(Executes):
     """One gateway action: ``agent`` names the chassis (host, id or id prefix); ``probe``
     (a drain): each moved router must answer on its gateway addresses again, the canary
     before the rest; ``northbound`` (a drain): OVN's hosting-chassis of every router port
@@ -81,10 +82,6 @@ class GatewayRequest:
     journal_args: tuple[tuple[str, str], ...] = ()
     probe: GatewayProbe | None = None
     northbound: Callable[[], Mapping[str, str]] | None = None
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
 
 class GatewayContext(KindContext["NeutronOvn", OvnSnapshot]):
@@ -116,15 +113,13 @@ def evacuate_or_drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayRe
     return GatewayResult(request.action, (step,), problems=problems)
 
 
-def _gated(world: OvnSnapshot, request: GatewayRequest) -> Agent:
-    """The request's chassis, unless every gateway chassis reads dead (a control plane
-    fault)."""
-    if world.chassis and not any(c.alive for c in world.chassis):
-        raise SafetyHaltError(
-            "every gateway chassis reads dead: the control plane's fault (a southbound "
-            "outage?), not the chassis'; nothing changed"
-        )
-    return world.find_chassis(request.agent)
+def gated(world: OvnSnapshot) -> OvnSnapshot:
+    """``world``, unless every gateway chassis reads dead: the control plane's fault
+    (``control_plane_fault``), not the chassis'."""
+    fault = control_plane_fault(world)
+    if fault is not None:
+        raise SafetyHaltError(fault)
+    return world
 
 
 @dataclass
@@ -141,7 +136,7 @@ class _Gateways:
     def plan_on(self, world: OvnSnapshot) -> GatewayPlan:
         """Gate (a live chassis is not evacuated, a dead one not drained), then plan."""
         request = self.request
-        chassis = _gated(world, request)
+        chassis = gated(world).find_chassis(request.agent)
         if request.action is GatewayAction.EVACUATE and chassis.alive:
             raise SafetyHaltError(
                 f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
