@@ -22,7 +22,6 @@ from l3ha.executor import (
     AgentChangeOutcome,
     AgentChangeResult,
     MoveOutcome,
-    RunResult,
     snapshot_candidates,
 )
 from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
@@ -128,19 +127,53 @@ class _Routers:
         return self.ctx.observe(with_ha_state=self.request.action in _WITH_HA_STATE)
 
     def plan_on(self, snapshot: Snapshot) -> Plan:
-        _warn_about_weights(self.ctx, self.request, snapshot)
+        for warning in weight_warnings(self.request.weights, snapshot.routers):
+            self.ctx.notify(f"warning: {warning}")
         if self.request.action is Action.DRAIN:  # its agent named first, as it always was
             snapshot.find_agent(self.request.agent or "")
         return make_plan(self.request, snapshot)
 
     def execute(self, snapshot: Snapshot, plan: Plan) -> Executed:
-        return _execute(self.ctx, self.request, snapshot, plan)
+        """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
+        ctx, request = self.ctx, self.request
+        plan = within_budget(plan, request.move_budget)
+        moved = (m.router_id for m in plan.moves)
+        names = recorded_names(snapshot.agents, snapshot.routers_by_id, moved)
+        # the agents routers may go to (``--to``, the daemon's live agents); None: any
+        allowed = resolve_placement(request.placement, snapshot).allowed_targets
+        run = ctx.executor(request.execution).run(
+            plan,
+            request.action.value,
+            fallback_targets=snapshot_candidates(snapshot, allowed),
+            progress=ctx.progress,
+            args=operation_args(request, names),
+            require_dead_source=False if request.force else None,
+            should_stop=ctx.should_stop,
+            routers=snapshot.routers_by_id,
+        )
+        if plan.unplaceable and not request.dry_run:
+            ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
+        return Executed(plan, snapshot, run)
 
     def verify(self, step: Executed) -> tuple[str, ...]:
         """An evacuation's: no router reported moved off the source is still on it."""
         if self.request.action is not Action.EVACUATE:
             return ()
-        return _left_on(self.ctx, step.snapshot.find_agent(self.request.agent or ""), step.run)
+        source = step.snapshot.find_agent(self.request.agent or "")
+        moved = {
+            r.router_id
+            for r in step.run.results
+            if r.move.source == source.id
+            and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
+            and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
+        }
+        if not moved:
+            return ()
+        now_on = (b.router_id for b in self.ctx.cloud.routers_on_agent(source.id))
+        still = still_on_source(self.ctx.notify, "router", moved, now_on, source.host)
+        if not still:
+            return ()
+        return (f"{len(still)} router(s) still on {source.host} after the evacuation",)
 
     def on_agent(self, snapshot: Snapshot, agent_id: str) -> Sized:
         return snapshot.bindings_of_agent(agent_id)
@@ -190,8 +223,10 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         return ActionResult(request.action, tuple(steps))
     again = replace(request, action=Action.REBALANCE)
     if request.dry_run:  # plan as if the agent were already enabled
-        world = _with_agent(snapshot, replace(agent, admin_state_up=True))
-        steps.append(_execute(ctx, again, world, make_plan(again, world)))
+        enabled_agent = replace(agent, admin_state_up=True)
+        agents = tuple(enabled_agent if a.id == agent.id else a for a in snapshot.agents)
+        world = replace(snapshot, agents=agents)
+        steps.append(_Routers(ctx, again).execute(world, make_plan(again, world)))
         return ActionResult(request.action, tuple(steps))
     refill = _run(ctx, again)
     return ActionResult(
@@ -201,64 +236,6 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         refill.recovered_ok,
         refill.follow_up_code,
     )
-
-
-# --- what the actions share ------------------------------------------------
-
-
-def _execute(
-    ctx: OperationContext, request: ActionRequest, snapshot: Snapshot, plan: Plan
-) -> Executed:
-    """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
-    plan = within_budget(plan, request.move_budget)
-    moved = (m.router_id for m in plan.moves)
-    names = recorded_names(snapshot.agents, snapshot.routers_by_id, moved)
-    run = ctx.executor(request.execution).run(
-        plan,
-        request.action.value,
-        fallback_targets=snapshot_candidates(snapshot, _allowed(request, snapshot)),
-        progress=ctx.progress,
-        args=operation_args(request, names),
-        require_dead_source=False if request.force else None,
-        should_stop=ctx.should_stop,
-        routers=snapshot.routers_by_id,
-    )
-    if plan.unplaceable and not request.dry_run:
-        ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
-    return Executed(plan, snapshot, run)
-
-
-def _allowed(request: ActionRequest, snapshot: Snapshot) -> frozenset[str] | None:
-    """The agents routers may go to (``--to``, the daemon's live agents); None: any."""
-    return resolve_placement(request.placement, snapshot).allowed_targets
-
-
-def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str, ...]:
-    """Verify an evacuation: no router reported moved off the source is still on it."""
-    moved = {
-        r.router_id
-        for r in run.results
-        if r.move.source == source.id
-        and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
-        and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
-    }
-    if not moved:
-        return ()
-    now_on = (b.router_id for b in ctx.cloud.routers_on_agent(source.id))
-    still = still_on_source(ctx.notify, "router", moved, now_on, source.host)
-    if not still:
-        return ()
-    return (f"{len(still)} router(s) still on {source.host} after the evacuation",)
-
-
-def _warn_about_weights(ctx: OperationContext, request: ActionRequest, snapshot: Snapshot) -> None:
-    for warning in weight_warnings(request.weights, snapshot.routers):
-        ctx.notify(f"warning: {warning}")
-
-
-def _with_agent(snapshot: Snapshot, agent: Agent) -> Snapshot:
-    agents = tuple(agent if a.id == agent.id else a for a in snapshot.agents)
-    return replace(snapshot, agents=agents)
 
 
 def _finish_interrupted_plans(

@@ -165,13 +165,11 @@ def _execute(run: _Run, step: StepRecord) -> StepResult:
     participant = run.participants[key.participant]
     if key.phase is Phase.DRAIN:
         return participant.drain(run.ctx, key.host)
+    drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
     if key.phase is Phase.STABLE:
-        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
         return _prove_stable(run, participant, key.host, drained.get("started_at"))
     if key.phase is Phase.CANARY:
-        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
         return participant.canary(run.ctx, key.host, drained)
-    drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
     return participant.restore(run.ctx, key.host, drained)
 
 
