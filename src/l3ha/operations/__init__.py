@@ -10,7 +10,7 @@ planning step, for ``l3ha plan`` offline.
 from l3ha.operations.actions import resume, run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.interrupted import finish_interrupted
-from l3ha.operations.planning import make_plan, resolve_placement
+from l3ha.operations.planning import make_plan
 from l3ha.operations.request import (
     DRAIN_MARK,
     PLANNABLE,
@@ -20,7 +20,6 @@ from l3ha.operations.request import (
     AgentChanged,
     Executed,
     PlacementRequest,
-    Step,
 )
 
 __all__ = [
@@ -33,10 +32,8 @@ __all__ = [
     "Executed",
     "OperationContext",
     "PlacementRequest",
-    "Step",
     "finish_interrupted",
     "make_plan",
-    "resolve_placement",
     "resume",
     "run_action",
 ]
