@@ -72,9 +72,11 @@ def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
         return undrain(ctx, request)
     side = _Dhcp(ctx, request)
     if request.action is DhcpAction.DRAIN:
-        done = run_drain(side, side.plan_on, ctx.notify, request.agent or "", dry_run=side.dry)
+        done = run_drain(
+            side, side.plan_on, ctx.notify, request.agent or "", dry_run=request.dry_run
+        )
         return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
-    step, problems, _ = run_flow(side, side.plan_on, side.verify, dry_run=side.dry)
+    step, problems, _ = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
     return DhcpResult(request.action, (step,), problems=problems)
 
 
@@ -106,10 +108,6 @@ class _Dhcp:
         landed="{count} network(s) landed meanwhile",
         disabled="dhcp drain: no network left on the agent",
     )
-
-    @property
-    def dry(self) -> bool:
-        return self.request.dry_run
 
     def plan_on(self, snapshot: DhcpSnapshot) -> DhcpPlan:
         """Gate (raising ``SafetyHaltError`` before anything is written), then plan."""
@@ -145,7 +143,7 @@ class _Dhcp:
     def recover(self) -> bool:
         if self.ctx.journal is None:
             return True
-        found = recover_dhcp(self.ctx.cloud, self.ctx.journal, dry_run=self.dry)
+        found = recover_dhcp(self.ctx.cloud, self.ctx.journal, dry_run=self.request.dry_run)
         for one in found:
             self.ctx.notify(
                 f"interrupted DHCP operation {one.operation_id}: network {one.network_id} "
@@ -196,10 +194,10 @@ class _Dhcp:
         return self.execute(snapshot, plan_dhcp_drain(snapshot, self.source.id, policy))
 
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
-        journal = None if self.dry else self.ctx.journal
+        journal = None if self.request.dry_run else self.ctx.journal
         ctx = self.ctx
         return change_dhcp_agent(
-            ctx.cloud, journal, ctx.clock, change, dry_run=self.dry, current=agent
+            ctx.cloud, journal, ctx.clock, change, dry_run=self.request.dry_run, current=agent
         )
 
     def stranded(self, step: DhcpExecuted) -> int | None:
