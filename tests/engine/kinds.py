@@ -31,7 +31,7 @@ from l3ha.model import Agent, Move, MoveKind, Snapshot
 from l3ha.operations.actions import run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
-from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain, evacuate
+from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
 from l3ha.operations.request import (
     Action,
     ActionRequest,
@@ -381,7 +381,7 @@ class GatewayKind(_Kind):
         )
         action = GatewayAction(ask.action)
         request = GatewayRequest(action, ask.host, execution=ask.options, move_budget=ask.budget)
-        result = (evacuate if action is GatewayAction.EVACUATE else drain)(ctx, request)
+        result = evacuate_or_drain(ctx, request)
         return _ran(result, notices, _OFF_THE_CHASSIS)
 
     def crash_mid_move(self, env: Env, journal: Journal, host: str, target_host: str) -> str:

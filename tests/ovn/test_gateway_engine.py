@@ -41,12 +41,12 @@ def routers_with(emu: Emulator, chassis: str) -> set[str]:
 def run(
     ovn: NeutronOvn, journal: Journal | None, notices: list[str], **how: object
 ) -> GatewayResult:
-    from l3ha.operations.ovn import evacuate
+    from l3ha.operations.ovn import evacuate_or_drain
 
     stop = how.pop("should_stop", None)
     ctx = GatewayContext(ovn, journal, SystemClock(), notices.append, should_stop=stop)  # type: ignore[arg-type]
     how.setdefault("execution", OPTIONS)
-    return evacuate(ctx, GatewayRequest(GatewayAction.EVACUATE, "gw-1", **how))  # type: ignore[arg-type]
+    return evacuate_or_drain(ctx, GatewayRequest(GatewayAction.EVACUATE, "gw-1", **how))  # type: ignore[arg-type]
 
 
 def test_a_run_killed_mid_move_is_closed_by_the_next_which_finishes_the_job(

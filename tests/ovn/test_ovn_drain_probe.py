@@ -28,7 +28,7 @@ from l3ha.emulator.ovn_world import Outage
 from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 from l3ha.executor import ExecutorOptions
 from l3ha.journal import Journal
-from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain
+from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
 
 ROUTERS = 9
 OVN: dict[str, Any] = {
@@ -108,7 +108,7 @@ def test_a_move_holds_its_target_until_the_router_answers(
     )
     with Journal(tmp_path / "state") as journal:
         ctx = GatewayContext(NeutronOvn(connect(cloud=CLOUD_NAME)), journal, SystemClock(), print)
-        result = drain(ctx, request)
+        result = evacuate_or_drain(ctx, request)
     assert result.exit_code == 0, result.problems
     (step,) = result.executed
     moved = {r.move.router_id: r.target for r in step.run.results if r.outcome == "moved"}

@@ -84,8 +84,8 @@ RUN = RunContext(cast(Any, None), RollingRequest(hosts=("net-1",)))
 def test_a_kind_without_a_canary_object_is_drained_enabled_and_restored() -> None:
     side = GatewaySide()
     gateway = Participant(side)
-    assert gateway.present(RUN, "net-1") and not gateway.present(RUN, "net-2")
-    assert gateway.would_move(RUN, "net-1") == 2
+    assert side.present(RUN, "net-1") and not side.present(RUN, "net-2")
+    assert side.would_move(RUN, "net-1") == 2
     drained = gateway.drain(RUN, "net-1")
     assert drained.ok and drained.detail["agent"] == "c1" and not side.agent.admin_state_up
     canary = gateway.canary(RUN, "net-1", drained.detail)

@@ -137,7 +137,7 @@ def run_gateway_action(
     """``l3ha evacuate|drain|undrain|rebalance`` on ML2/OVN (``journal``: None only for a
     dry run)."""
     from l3ha.clock import SystemClock
-    from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, drain, evacuate
+    from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
 
     ctx = GatewayContext(ovn, journal, SystemClock(), say)
     if action in (GatewayAction.REBALANCE, GatewayAction.UNDRAIN):
@@ -151,8 +151,7 @@ def run_gateway_action(
             probe=gateway_probe(args),
             northbound=northbound_hosting(args),
         )
-        run = drain if request.action is GatewayAction.DRAIN else evacuate
-        result = run(ctx, request)
+        result = evacuate_or_drain(ctx, request)
     for step in result.executed:
         _print_step(step, args.format, say)
     for problem in result.problems:

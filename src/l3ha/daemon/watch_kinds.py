@@ -13,7 +13,7 @@ nothing more:
 - ``DhcpKind`` (``--dhcp``): the whole DHCP picture is read again when a verdict
   changed, after it acted and every ``full_resync`` cycles; the DHCP operations act.
 - ``GatewayKind`` (ML2/OVN): the gateway chassis and every router's group, read like
-  the DHCP picture; a dead chassis is evacuated (``l3ha.operations.ovn.evacuate``):
+  the DHCP picture; a dead chassis is evacuated (``l3ha.operations.ovn.evacuate_or_drain``):
   taken out of every group so it cannot pre-empt back, a replacement at the lowest
   priority where a router would keep fewer than ``min_chassis`` live chassis; with
   ``--auto-rebalance`` the primaries are evened out again
@@ -57,7 +57,7 @@ from l3ha.journal import Journal
 from l3ha.model import Agent, Snapshot
 from l3ha.operations import Action, ActionRequest, OperationContext, resume, run_action
 from l3ha.operations.dhcp import DhcpContext, run_dhcp_action
-from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate
+from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
 from l3ha.operations.ovn_rebalance import RebalanceRequest, rebalance
 from l3ha.operations.request import DhcpAction, DhcpRequest, PlacementRequest
 from l3ha.ovn_model import OvnSnapshot
@@ -388,7 +388,7 @@ class GatewayKind(_Kind):
             min_chassis=self.min_chassis,
             **self._request_args(decision, budget, args),
         )
-        return evacuate(ctx, request)
+        return evacuate_or_drain(ctx, request)
 
     def _rebalance_request(
         self, decision: Decision, budget: int, args: RunArgs

@@ -7,20 +7,10 @@ nothing else to change the cloud: ``run_action(ctx, request)`` with an
 planning step, for ``l3ha plan`` offline.
 """
 
-from l3ha.operations.actions import (
-    drain,
-    evacuate,
-    ha_repair,
-    migrate,
-    rebalance,
-    repair,
-    resume,
-    run_action,
-    undrain,
-)
+from l3ha.operations.actions import resume, run_action
 from l3ha.operations.context import OperationContext
 from l3ha.operations.interrupted import finish_interrupted
-from l3ha.operations.planning import make_plan, resolve_placement
+from l3ha.operations.planning import make_plan
 from l3ha.operations.request import (
     DRAIN_MARK,
     PLANNABLE,
@@ -30,7 +20,6 @@ from l3ha.operations.request import (
     AgentChanged,
     Executed,
     PlacementRequest,
-    Step,
 )
 
 __all__ = [
@@ -43,17 +32,8 @@ __all__ = [
     "Executed",
     "OperationContext",
     "PlacementRequest",
-    "Step",
-    "drain",
-    "evacuate",
     "finish_interrupted",
-    "ha_repair",
     "make_plan",
-    "migrate",
-    "rebalance",
-    "repair",
-    "resolve_placement",
     "resume",
     "run_action",
-    "undrain",
 ]

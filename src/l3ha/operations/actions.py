@@ -1,9 +1,9 @@
-"""One function per action: gate, plan, execute, verify. I/O: cloud, journal (via the context).
+"""The router actions: gate, plan, execute, verify. I/O: cloud, journal (via the context).
 
-``run_action(ctx, request)`` dispatches to ``evacuate``, ``drain``,
-``undrain``, ``migrate``, ``rebalance``, ``repair`` and ``ha_repair``; the
-command line, the watch daemon and rolling maintenance all call these, so an
-action behaves the same whoever asks. The planned actions and a drain's first pass
+``run_action(ctx, request)`` runs ``evacuate``, ``drain``, ``undrain``,
+``migrate``, ``rebalance``, ``repair`` and ``ha-repair``; the command line, the
+watch daemon and rolling maintenance all call it, so an action behaves the same
+whoever asks. The planned actions and a drain's first pass
 run through the flow every kind shares (``l3ha.operations.flow``), the rest of a
 drain through ``l3ha.operations.drain``. Every write goes through the executor
 (router moves and agent changes alike), so dry run, the journal and
@@ -13,7 +13,7 @@ is written; notices for the operator go to ``ctx.notify``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sized
+from collections.abc import Sized
 from dataclasses import dataclass, field, replace
 
 from l3ha.errors import NotFoundError, SafetyHaltError
@@ -22,7 +22,6 @@ from l3ha.executor import (
     AgentChangeOutcome,
     AgentChangeResult,
     MoveOutcome,
-    RunResult,
     snapshot_candidates,
 )
 from l3ha.executor.outcome import BAD_OUTCOMES, UNPLACED
@@ -60,52 +59,35 @@ _WITH_HA_STATE = frozenset({Action.REPAIR, Action.HA_REPAIR})
 
 def run_action(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     """Run the request's action (see the module docstring)."""
-    handlers = {
-        Action.EVACUATE: evacuate,
-        Action.DRAIN: drain,
-        Action.UNDRAIN: undrain,
-        Action.MIGRATE: migrate,
-        Action.REBALANCE: rebalance,
-        Action.REPAIR: repair,
-        Action.HA_REPAIR: ha_repair,
-    }
     try:
-        return handlers[request.action](ctx, request)
+        return _run(ctx, request)
     except NotFoundError as exc:  # perhaps the agent is of another kind: say which
         raise agent_of_another_kind(ctx, request.agent, request.action.value) or exc from exc
 
 
-def evacuate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Every router (or the named ones) off a dead agent; verified: none left there."""
-
-    def verify(step: Executed) -> tuple[str, ...]:
-        return _left_on(ctx, step.snapshot.find_agent(request.agent or ""), step.run)
-
-    return _plan_and_run(ctx, request, verify)
-
-
-def migrate(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """The named routers to the best targets (or ``placement.to``)."""
-    return _plan_and_run(ctx, request)
-
-
-def rebalance(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Even out routers over every live agent with the fewest moves."""
-    return _plan_and_run(ctx, request)
-
-
-def ha_repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Replace HA replicas on dead or disabled agents; the active one is never moved."""
-    return _plan_and_run(ctx, request)
-
-
-def repair(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Finish interrupted work, bind unhosted routers, replace dead HA replicas; then run
-    again the evacuations and drains a crash cut short."""
+def _run(ctx: OperationContext, request: ActionRequest) -> ActionResult:
+    """Undrain enables the agent; drain moves routers off a live agent, then disables it
+    (a disabled agent tears its routers down, so it is disabled only once none is left),
+    then sweeps up late arrivals (``l3ha.operations.drain``); the rest plan and run
+    through the flow every kind shares: evacuate (every router, or the named ones, off
+    a dead agent; verified: none left there), migrate (the named routers to the best
+    targets, or ``placement.to``), rebalance (even out routers over every live agent
+    with the fewest moves), ha-repair (replace HA replicas on dead or disabled agents;
+    the active one is never moved) and repair (finish interrupted work, bind unhosted
+    routers, replace dead HA replicas; then run again the evacuations and drains a
+    crash cut short)."""
+    if request.action is Action.UNDRAIN:
+        return undrain(ctx, request)
     side = _Routers(ctx, request)
-    step, _, ok = run_flow(side, side.plan_on, dry_run=request.dry_run)
-    code = _finish_interrupted_plans(ctx, request, side.interrupted)
-    return ActionResult(request.action, (step,), recovered_ok=ok, follow_up_code=code)
+    if request.action is Action.DRAIN:
+        agent = request.agent or ""
+        done = run_drain(side, side.plan_on, ctx.notify, agent, dry_run=request.dry_run)
+        return ActionResult(request.action, tuple(done.steps), problems=done.problems)
+    step, problems, ok = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
+    code = 0
+    if request.action is Action.REPAIR:
+        code = _finish_interrupted_plans(ctx, request, side.interrupted)
+    return ActionResult(request.action, (step,), problems, recovered_ok=ok, follow_up_code=code)
 
 
 def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
@@ -115,15 +97,6 @@ def resume(ctx: OperationContext, request: ActionRequest) -> ActionResult:
     ok, interrupted = finish_interrupted(ctx, request.dry_run)
     code = _finish_interrupted_plans(ctx, request, interrupted)
     return ActionResult(request.action, recovered_ok=ok, follow_up_code=code)
-
-
-def drain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
-    """Move routers off a live agent, then disable it (a disabled agent tears its routers
-    down, so it is disabled only once none is left), then sweep up late arrivals."""
-    side = _Routers(ctx, request)
-    agent = request.agent or ""
-    done = run_drain(side, side.plan_on, ctx.notify, agent, dry_run=request.dry_run)
-    return ActionResult(request.action, tuple(done.steps), problems=done.problems)
 
 
 @dataclass
@@ -154,13 +127,53 @@ class _Routers:
         return self.ctx.observe(with_ha_state=self.request.action in _WITH_HA_STATE)
 
     def plan_on(self, snapshot: Snapshot) -> Plan:
-        _warn_about_weights(self.ctx, self.request, snapshot)
+        for warning in weight_warnings(self.request.weights, snapshot.routers):
+            self.ctx.notify(f"warning: {warning}")
         if self.request.action is Action.DRAIN:  # its agent named first, as it always was
             snapshot.find_agent(self.request.agent or "")
         return make_plan(self.request, snapshot)
 
     def execute(self, snapshot: Snapshot, plan: Plan) -> Executed:
-        return _execute(self.ctx, self.request, snapshot, plan)
+        """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
+        ctx, request = self.ctx, self.request
+        plan = within_budget(plan, request.move_budget)
+        moved = (m.router_id for m in plan.moves)
+        names = recorded_names(snapshot.agents, snapshot.routers_by_id, moved)
+        # the agents routers may go to (``--to``, the daemon's live agents); None: any
+        allowed = resolve_placement(request.placement, snapshot).allowed_targets
+        run = ctx.executor(request.execution).run(
+            plan,
+            request.action.value,
+            fallback_targets=snapshot_candidates(snapshot, allowed),
+            progress=ctx.progress,
+            args=operation_args(request, names),
+            require_dead_source=False if request.force else None,
+            should_stop=ctx.should_stop,
+            routers=snapshot.routers_by_id,
+        )
+        if plan.unplaceable and not request.dry_run:
+            ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
+        return Executed(plan, snapshot, run)
+
+    def verify(self, step: Executed) -> tuple[str, ...]:
+        """An evacuation's: no router reported moved off the source is still on it."""
+        if self.request.action is not Action.EVACUATE:
+            return ()
+        source = step.snapshot.find_agent(self.request.agent or "")
+        moved = {
+            r.router_id
+            for r in step.run.results
+            if r.move.source == source.id
+            and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
+            and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
+        }
+        if not moved:
+            return ()
+        now_on = (b.router_id for b in self.ctx.cloud.routers_on_agent(source.id))
+        still = still_on_source(self.ctx.notify, "router", moved, now_on, source.host)
+        if not still:
+            return ()
+        return (f"{len(still)} router(s) still on {source.host} after the evacuation",)
 
     def on_agent(self, snapshot: Snapshot, agent_id: str) -> Sized:
         return snapshot.bindings_of_agent(agent_id)
@@ -210,10 +223,12 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         return ActionResult(request.action, tuple(steps))
     again = replace(request, action=Action.REBALANCE)
     if request.dry_run:  # plan as if the agent were already enabled
-        world = _with_agent(snapshot, replace(agent, admin_state_up=True))
-        steps.append(_execute(ctx, again, world, make_plan(again, world)))
+        enabled_agent = replace(agent, admin_state_up=True)
+        agents = tuple(enabled_agent if a.id == agent.id else a for a in snapshot.agents)
+        world = replace(snapshot, agents=agents)
+        steps.append(_Routers(ctx, again).execute(world, make_plan(again, world)))
         return ActionResult(request.action, tuple(steps))
-    refill = rebalance(ctx, again)
+    refill = _run(ctx, again)
     return ActionResult(
         request.action,
         (*steps, *refill.steps),
@@ -221,75 +236,6 @@ def undrain(ctx: OperationContext, request: ActionRequest) -> ActionResult:
         refill.recovered_ok,
         refill.follow_up_code,
     )
-
-
-# --- the shared flow ---------------------------------------------------------
-
-
-def _plan_and_run(
-    ctx: OperationContext,
-    request: ActionRequest,
-    verify: Callable[[Executed], tuple[str, ...]] | None = None,
-) -> ActionResult:
-    """Recover interrupted work, observe, gate and plan, execute, verify (``flow``)."""
-    side = _Routers(ctx, request)
-    step, problems, ok = run_flow(side, side.plan_on, verify, dry_run=request.dry_run)
-    return ActionResult(request.action, (step,), problems, recovered_ok=ok)
-
-
-def _execute(
-    ctx: OperationContext, request: ActionRequest, snapshot: Snapshot, plan: Plan
-) -> Executed:
-    """Hand the plan (within the move budget) to the executor (a dry run reports it)."""
-    plan = within_budget(plan, request.move_budget)
-    moved = (m.router_id for m in plan.moves)
-    names = recorded_names(snapshot.agents, snapshot.routers_by_id, moved)
-    run = ctx.executor(request.execution).run(
-        plan,
-        request.action.value,
-        fallback_targets=snapshot_candidates(snapshot, _allowed(request, snapshot)),
-        progress=ctx.progress,
-        args=operation_args(request, names),
-        require_dead_source=False if request.force else None,
-        should_stop=ctx.should_stop,
-        routers=snapshot.routers_by_id,
-    )
-    if plan.unplaceable and not request.dry_run:
-        ctx.notify(f"{len(plan.unplaceable)} router(s) could not be placed and were not moved")
-    return Executed(plan, snapshot, run)
-
-
-def _allowed(request: ActionRequest, snapshot: Snapshot) -> frozenset[str] | None:
-    """The agents routers may go to (``--to``, the daemon's live agents); None: any."""
-    return resolve_placement(request.placement, snapshot).allowed_targets
-
-
-def _left_on(ctx: OperationContext, source: Agent, run: RunResult) -> tuple[str, ...]:
-    """Verify an evacuation: no router reported moved off the source is still on it."""
-    moved = {
-        r.router_id
-        for r in run.results
-        if r.move.source == source.id
-        and r.move.kind in (MoveKind.MOVE, MoveKind.REMOVE_REPLICA)
-        and r.outcome in (MoveOutcome.MOVED, MoveOutcome.PENDING)
-    }
-    if not moved:
-        return ()
-    now_on = (b.router_id for b in ctx.cloud.routers_on_agent(source.id))
-    still = still_on_source(ctx.notify, "router", moved, now_on, source.host)
-    if not still:
-        return ()
-    return (f"{len(still)} router(s) still on {source.host} after the evacuation",)
-
-
-def _warn_about_weights(ctx: OperationContext, request: ActionRequest, snapshot: Snapshot) -> None:
-    for warning in weight_warnings(request.weights, snapshot.routers):
-        ctx.notify(f"warning: {warning}")
-
-
-def _with_agent(snapshot: Snapshot, agent: Agent) -> Snapshot:
-    agents = tuple(agent if a.id == agent.id else a for a in snapshot.agents)
-    return replace(snapshot, agents=agents)
 
 
 def _finish_interrupted_plans(

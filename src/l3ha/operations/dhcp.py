@@ -66,64 +66,40 @@ class DhcpResult(OperationResult[DhcpAction, DhcpExecuted]):
 
 
 def run_dhcp_action(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
-    """Run the request's action (see the module docstring)."""
-    handlers = {
-        DhcpAction.EVACUATE: evacuate,
-        DhcpAction.DRAIN: drain,
-        DhcpAction.UNDRAIN: undrain,
-        DhcpAction.REPAIR: repair,
-        DhcpAction.RETURN: return_networks,
-    }
-    return handlers[request.action](ctx, request)
-
-
-def evacuate(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
-    """Every network off a dead (or disabled) DHCP agent, make before break."""
-    side = _Dhcp(ctx, request, require_dead_source=not request.force)
-
-    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
-        source = snapshot.find_agent(request.agent or "")
-        policy = _policy(request, snapshot)
-        _gate_fleet(request, snapshot, "evacuate")
-        if usable(source) and not request.force:
-            raise SafetyHaltError(
-                f"DHCP agent {source.host} is alive and enabled: use 'l3ha dhcp drain "
-                f"{source.host}' to move its networks away (or dhcp evacuate --force)"
-            )
-        side.source = source
-        return plan_dhcp_evacuate(snapshot, source.id, policy)
-
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
+    """Run the request's action (see the module docstring): undrain enables the agent, drain
+    runs the drain flow (``l3ha.operations.drain``), the rest the flow every kind shares."""
+    if request.action is DhcpAction.UNDRAIN:
+        return undrain(ctx, request)
+    side = _Dhcp(ctx, request)
+    if request.action is DhcpAction.DRAIN:
+        done = run_drain(
+            side, side.plan_on, ctx.notify, request.agent or "", dry_run=request.dry_run
+        )
+        return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
+    step, problems, _ = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
     return DhcpResult(request.action, (step,), problems=problems)
 
 
-def drain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
-    """Move every network off a live DHCP agent, then disable it (a disabled agent drops
-    its networks), then move whatever Neutron scheduled to it meanwhile."""
-    side = _Dhcp(ctx, request)
-
-    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
-        side.agent_id = snapshot.find_agent(request.agent or "").id
-        policy = _policy(request, snapshot)
-        _gate_fleet(request, snapshot, "drain")
-        return plan_dhcp_drain(snapshot, side.agent_id, policy)
-
-    done = run_drain(side, plan_on, ctx.notify, request.agent or "", dry_run=side.dry)
-    return DhcpResult(request.action, tuple(done.steps), problems=done.problems)
+#: What the fleet gate says each action would do.
+_GATED = {
+    DhcpAction.EVACUATE: "evacuate",
+    DhcpAction.DRAIN: "drain",
+    DhcpAction.REPAIR: "repair DHCP networks",
+}
 
 
 @dataclass
 class _Dhcp:
     """The DHCP side of the flow (``l3ha.operations.flow``) and of the drain flow: how a
-    DHCP action recovers, observes, runs a plan (``require_dead_source``: skip a move
-    whose source is back; ``fallbacks``: other agents a move may go to)."""
+    DHCP action gates and plans, recovers, observes, runs a plan. Evacuate: every network
+    off a dead (or disabled) agent, make before break; drain: off a live agent, which is
+    then disabled (a disabled agent drops its networks); repair: every network to exactly
+    the target count on live agents (extra copies: ``trim``); return: ``networks`` back
+    onto the live, enabled ``agent`` (a host restored after maintenance), no fallback."""
 
     ctx: DhcpContext
     request: DhcpRequest
-    require_dead_source: bool = False
-    fallbacks: bool = True
-    agent_id: str = ""  # the drained agent
-    source: Agent | None = None  # the evacuated agent, once planned
+    source: Agent | None = None  # the evacuated or drained agent, once planned
     #: How the DHCP drain names its agent and networks (``l3ha.operations.drain``).
     words = DrainWords(
         "DHCP agent",
@@ -133,14 +109,41 @@ class _Dhcp:
         disabled="dhcp drain: no network left on the agent",
     )
 
-    @property
-    def dry(self) -> bool:
-        return self.request.dry_run
+    def plan_on(self, snapshot: DhcpSnapshot) -> DhcpPlan:
+        """Gate (raising ``SafetyHaltError`` before anything is written), then plan."""
+        request = self.request
+        if request.action is DhcpAction.REPAIR:
+            return plan_dhcp_repair(snapshot, self.gated_policy(snapshot))
+        agent = snapshot.find_agent(request.agent or "")
+        if request.action is DhcpAction.RETURN:
+            if not usable(agent):
+                raise SafetyHaltError(
+                    f"DHCP agent {agent.host} is not alive and enabled: not returning"
+                )
+            return plan_dhcp_return(snapshot, list(request.networks), agent.id)
+        policy = self.gated_policy(snapshot)
+        self.source = agent
+        if request.action is DhcpAction.DRAIN:
+            return plan_dhcp_drain(snapshot, agent.id, policy)
+        if usable(agent) and not request.force:
+            raise SafetyHaltError(
+                f"DHCP agent {agent.host} is alive and enabled: use 'l3ha dhcp drain "
+                f"{agent.host}' to move its networks away (or dhcp evacuate --force)"
+            )
+        return plan_dhcp_evacuate(snapshot, agent.id, policy)
+
+    def gated_policy(self, snapshot: DhcpSnapshot) -> DhcpPolicy:
+        """The request's policy, unless many DHCP agents look dead at once: that is the
+        message bus, not the agents (safety rules 1, 2, 9)."""
+        words, force = _GATED[self.request.action], self.request.force
+        policy = _policy(self.request, snapshot)
+        refuse_when_fleet_down(snapshot.agents, words, force=force, which="DHCP agents")
+        return policy
 
     def recover(self) -> bool:
         if self.ctx.journal is None:
             return True
-        found = recover_dhcp(self.ctx.cloud, self.ctx.journal, dry_run=self.dry)
+        found = recover_dhcp(self.ctx.cloud, self.ctx.journal, dry_run=self.request.dry_run)
         for one in found:
             self.ctx.notify(
                 f"interrupted DHCP operation {one.operation_id}: network {one.network_id} "
@@ -152,7 +155,29 @@ class _Dhcp:
         return self.ctx.observe()
 
     def execute(self, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
-        return _execute(self, snapshot, plan)
+        """Hand the plan (within the move budget) to the executor, which skips a move whose
+        source is back in an evacuation (but for ``--force``) and a repair, and tries other
+        agents (``fallback_targets``) but in a return."""
+        ctx, request = self.ctx, self.request
+        plan = within_budget(plan, request.move_budget)
+        fallbacks = None
+        if request.action is not DhcpAction.RETURN:
+            fallbacks = fallback_targets(snapshot, _policy(request, snapshot))
+        evacuating = request.action is DhcpAction.EVACUATE and not request.force
+        executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
+        moved = (m.network_id for m in plan.moves)
+        names = recorded_names(snapshot.agents, snapshot.networks_by_id, moved)
+        run = executor.run(
+            plan,
+            snapshot.agents_by_id,
+            fallbacks=fallbacks,
+            require_dead_source=evacuating or request.action is DhcpAction.REPAIR,
+            args=operation_args(request, names),
+            should_stop=ctx.should_stop,
+        )
+        if plan.unplaceable and not request.dry_run:
+            ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
+        return DhcpExecuted(plan, snapshot, run)
 
     def verify(self, step: DhcpExecuted) -> tuple[str, ...]:
         return _verify(self.ctx, step, self.source)
@@ -164,14 +189,15 @@ class _Dhcp:
         return self.ctx.observe().networks_of_agent(agent.id)
 
     def drain_pass(self, snapshot: DhcpSnapshot) -> DhcpExecuted:
+        assert self.source is not None  # planned by the first pass
         policy = _policy(self.request, snapshot)
-        return self.execute(snapshot, plan_dhcp_drain(snapshot, self.agent_id, policy))
+        return self.execute(snapshot, plan_dhcp_drain(snapshot, self.source.id, policy))
 
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
-        journal = None if self.dry else self.ctx.journal
+        journal = None if self.request.dry_run else self.ctx.journal
         ctx = self.ctx
         return change_dhcp_agent(
-            ctx.cloud, journal, ctx.clock, change, dry_run=self.dry, current=agent
+            ctx.cloud, journal, ctx.clock, change, dry_run=self.request.dry_run, current=agent
         )
 
     def stranded(self, step: DhcpExecuted) -> int | None:
@@ -201,67 +227,12 @@ def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     return DhcpResult(request.action, (AgentChanged(result),))
 
 
-def repair(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
-    """Every network to exactly the target count on live agents (extra copies: ``trim``)."""
-
-    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
-        policy = _policy(request, snapshot)
-        _gate_fleet(request, snapshot, "repair DHCP networks")
-        return plan_dhcp_repair(snapshot, policy)
-
-    side = _Dhcp(ctx, request, require_dead_source=True)
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
-    return DhcpResult(request.action, (step,), problems=problems)
-
-
-def return_networks(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
-    """``request.networks`` back onto the live, enabled agent ``request.agent`` (a host
-    restored after maintenance), make before break; no fallback target."""
-
-    def plan_on(snapshot: DhcpSnapshot) -> DhcpPlan:
-        agent = snapshot.find_agent(request.agent or "")
-        if not usable(agent):
-            raise SafetyHaltError(
-                f"DHCP agent {agent.host} is not alive and enabled: not returning"
-            )
-        return plan_dhcp_return(snapshot, list(request.networks), agent.id)
-
-    side = _Dhcp(ctx, request, fallbacks=False)
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=side.dry)
-    return DhcpResult(request.action, (step,), problems=problems)
-
-
 # --- what the actions share ----------------------------------------------------
 
 
 def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:
     allowed = frozenset(snapshot.find_agent(ref).id for ref in request.to) if request.to else None
     return DhcpPolicy(request.agents_per_network, allowed, request.trim)
-
-
-def _gate_fleet(request: DhcpRequest, snapshot: DhcpSnapshot, words: str) -> None:
-    """Refuse while many DHCP agents look dead at once (safety rules 1, 2, 9)."""
-    refuse_when_fleet_down(snapshot.agents, words, force=request.force, which="DHCP agents")
-
-
-def _execute(side: _Dhcp, snapshot: DhcpSnapshot, plan: DhcpPlan) -> DhcpExecuted:
-    ctx, request = side.ctx, side.request
-    plan = within_budget(plan, request.move_budget)
-    fallbacks = fallback_targets(snapshot, _policy(request, snapshot)) if side.fallbacks else None
-    executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
-    moved = (m.network_id for m in plan.moves)
-    names = recorded_names(snapshot.agents, snapshot.networks_by_id, moved)
-    run = executor.run(
-        plan,
-        snapshot.agents_by_id,
-        fallbacks=fallbacks,
-        require_dead_source=side.require_dead_source,
-        args=operation_args(request, names),
-        should_stop=ctx.should_stop,
-    )
-    if plan.unplaceable and not request.dry_run:
-        ctx.notify(f"{len(plan.unplaceable)} network(s) could not be placed and were not moved")
-    return DhcpExecuted(plan, snapshot, run)
 
 
 def fallback_targets(

@@ -14,6 +14,7 @@ words of its notices.
 from __future__ import annotations
 
 from collections.abc import Callable, Sized
+from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from l3ha.executor import AgentChange, AgentChangeResult
@@ -62,7 +63,6 @@ class DrainSide(FlowSide[SnapT, Plan_contra, StepT], Protocol[StepT, SnapT, Plan
     @property
     def words(self) -> DrainWords: ...
 
-    def observe(self) -> SnapT: ...
     def on_agent(self, snapshot: SnapT, agent_id: str) -> Sized: ...
     def left_on(self, agent: Agent) -> Sized: ...
     def drain_pass(self, snapshot: SnapT) -> StepT: ...
@@ -71,12 +71,12 @@ class DrainSide(FlowSide[SnapT, Plan_contra, StepT], Protocol[StepT, SnapT, Plan
     def unfinished(self, last: StepT, agent: Agent, left: Sized) -> tuple[str, ...]: ...
 
 
+@dataclass
 class DrainOutcome(Generic[StepT]):
     """The steps a drain took, in order, and the problems that keep it from being done."""
 
-    def __init__(self, first: StepT) -> None:
-        self.steps: list[StepT | AgentChanged] = [first]
-        self.problems: tuple[str, ...] = ()
+    steps: list[StepT | AgentChanged]
+    problems: tuple[str, ...] = ()
 
 
 def run_drain(
@@ -92,7 +92,7 @@ def run_drain(
     first = run_flow(side, plan_on, dry_run=dry_run)[0]
     agent = first.snapshot.find_agent(agent_ref)
     change = drain_change(agent, first.snapshot.observed_at, side.words.disabled)
-    done = DrainOutcome(first)
+    done = DrainOutcome[StepT]([first])
     if dry_run:
         stranded = side.stranded(first)
         if stranded is not None:  # as the real run would: the agent stays enabled

@@ -43,7 +43,8 @@ from l3ha.model import Agent
 from l3ha.operations.context import KindContext, operation_args
 from l3ha.operations.flow import run_flow
 from l3ha.operations.planning import within_budget
-from l3ha.operations.request import OperationResult, PlanExecuted
+from l3ha.operations.request import Executes, OperationResult, PlanExecuted
+from l3ha.ovn_checks import control_plane_fault
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot, resolve_chassis
 from l3ha.planner.gateway import GatewayPlan, plan_drain, plan_evacuate
 
@@ -67,7 +68,7 @@ UNDRAIN_KIND = GATEWAY_KIND_PREFIX + "undrain"
 
 
 @dataclass(frozen=True)
-class GatewayRequest:
+class GatewayRequest(Executes):
     """One gateway action: ``agent`` names the chassis (host, id or id prefix); ``probe``
     (a drain): each moved router must answer on its gateway addresses again, the canary
     before the rest; ``northbound`` (a drain): OVN's hosting-chassis of every router port
@@ -81,10 +82,6 @@ class GatewayRequest:
     journal_args: tuple[tuple[str, str], ...] = ()
     probe: GatewayProbe | None = None
     northbound: Callable[[], Mapping[str, str]] | None = None
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
 
 class GatewayContext(KindContext["NeutronOvn", OvnSnapshot]):
@@ -107,66 +104,55 @@ class GatewayResult(OperationResult[GatewayAction, GatewayExecuted]):
     """What one gateway action did and its exit code (0 done, 1 not)."""
 
 
-def evacuate(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
-    """Every router group rid of a dead chassis; replacements where redundancy drops."""
+def evacuate_or_drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
+    """Evacuate (every router group rid of a dead chassis; replacements where redundancy
+    drops) or drain (a live chassis' primaries moved away gracefully, the first alone as
+    a canary, then the chassis at the bottom) through the flow every kind shares."""
     side = _Gateways(ctx, request)
-
-    def plan_on(world: OvnSnapshot) -> GatewayPlan:
-        chassis = _gated(world, request)
-        if chassis.alive:
-            raise SafetyHaltError(
-                f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
-                "(removing it would fail its routers over); nothing changed"
-            )
-        side.chassis = chassis
-        action = request.action.value
-        return plan_evacuate(world, chassis.id, request.min_chassis, action, side.short)
-
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
+    step, problems, _ = run_flow(side, side.plan_on, side.verify, dry_run=request.dry_run)
     return GatewayResult(request.action, (step,), problems=problems)
 
 
-def drain(ctx: GatewayContext, request: GatewayRequest) -> GatewayResult:
-    """A live chassis' primaries moved away gracefully, then the chassis at the bottom."""
-    side = _Gateways(ctx, request, canary=1)
-
-    def plan_on(world: OvnSnapshot) -> GatewayPlan:
-        chassis = _gated(world, request)
-        if not chassis.alive:
-            raise SafetyHaltError(
-                f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
-                f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
-            )
-        side.chassis = chassis
-        drained = drained_chassis(ctx.journal, world.chassis) - {chassis.id}
-        return plan_drain(world, chassis.id, request.action.value, drained)
-
-    step, problems, _ = run_flow(side, plan_on, side.verify, dry_run=request.dry_run)
-    return GatewayResult(request.action, (step,), problems=problems)
-
-
-def _gated(world: OvnSnapshot, request: GatewayRequest) -> Agent:
-    """The request's chassis, unless every gateway chassis reads dead (a control plane
-    fault)."""
-    if world.chassis and not any(c.alive for c in world.chassis):
-        raise SafetyHaltError(
-            "every gateway chassis reads dead: the control plane's fault (a southbound "
-            "outage?), not the chassis'; nothing changed"
-        )
-    return world.find_chassis(request.agent)
+def gated(world: OvnSnapshot) -> OvnSnapshot:
+    """``world``, unless every gateway chassis reads dead: the control plane's fault
+    (``control_plane_fault``), not the chassis'."""
+    fault = control_plane_fault(world)
+    if fault is not None:
+        raise SafetyHaltError(fault)
+    return world
 
 
 @dataclass
 class _Gateways:
     """The gateway side of the flow (``l3ha.operations.flow``): an evacuation first closes
-    interrupted gateway moves (``short``: the routers they left short of a chassis);
-    ``canary``: the leading moves written before the rest."""
+    interrupted gateway moves (``short``: the routers they left short of a chassis); a
+    drain writes its first move alone, the canary, before the rest."""
 
     ctx: GatewayContext
     request: GatewayRequest
-    canary: int = 0
     chassis: Agent | None = None  # the chassis acted on, once planned
     short: frozenset[str] = frozenset()
+
+    def plan_on(self, world: OvnSnapshot) -> GatewayPlan:
+        """Gate (a live chassis is not evacuated, a dead one not drained), then plan."""
+        request = self.request
+        chassis = gated(world).find_chassis(request.agent)
+        if request.action is GatewayAction.EVACUATE and chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is alive: evacuate is for a dead chassis "
+                "(removing it would fail its routers over); nothing changed"
+            )
+        if request.action is GatewayAction.DRAIN and not chassis.alive:
+            raise SafetyHaltError(
+                f"gateway chassis {chassis.host} is dead: its routers have failed over already; "
+                f"use 'l3ha evacuate {chassis.host}' so it cannot fail them back; nothing changed"
+            )
+        self.chassis = chassis
+        if request.action is GatewayAction.EVACUATE:
+            action = request.action.value
+            return plan_evacuate(world, chassis.id, request.min_chassis, action, self.short)
+        drained = drained_chassis(self.ctx.journal, world.chassis) - {chassis.id}
+        return plan_drain(world, chassis.id, request.action.value, drained)
 
     def recover(self) -> bool:
         if self.ctx.journal is None or self.request.action is not GatewayAction.EVACUATE:
@@ -191,7 +177,7 @@ class _Gateways:
             world.chassis_by_id,
             args=operation_args(request, names),
             should_stop=ctx.should_stop,
-            canary=self.canary,
+            canary=1 if request.action is GatewayAction.DRAIN else 0,
             probe=request.probe,
             addresses={r.id: r.gateway_ips for r in world.routers},
             hosting=self.hosting(),

@@ -35,9 +35,10 @@ from l3ha.operations.ovn import (
     GatewayExecuted,
     GatewayResult,
     drained_chassis,
+    gated,
 )
-from l3ha.operations.planning import cut_to_budget
-from l3ha.ovn_checks import control_plane_fault
+from l3ha.operations.planning import within_budget
+from l3ha.operations.request import Executes
 from l3ha.ovn_model import OvnSnapshot
 from l3ha.planner.gateway import GatewayPlan
 from l3ha.planner.gateway_balance import plan_gateway_rebalance
@@ -45,7 +46,7 @@ from l3ha.weights import WeightPolicy
 
 
 @dataclass(frozen=True)
-class RebalanceRequest:
+class RebalanceRequest(Executes):
     """One gateway rebalance. ``drained``: chassis never to target (None: read from the
     journal); ``max_moves``: the plan's cap; ``move_budget``: the caller's budget left."""
 
@@ -57,14 +58,10 @@ class RebalanceRequest:
     canary: int = 1
     journal_args: tuple[tuple[str, str], ...] = ()
 
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
-
 
 def rebalance(ctx: GatewayContext, request: RebalanceRequest) -> GatewayResult:
     """Primaries evened out over the live, undrained chassis (module docstring)."""
-    world = _gated(ctx)
+    world = gated(ctx.observe())
     drained = request.drained
     if drained is None:
         drained = drained_chassis(ctx.journal, world.chassis)
@@ -79,7 +76,7 @@ def undrain(
 ) -> GatewayResult:
     """The chassis eligible again (journalled); with ``then_rebalance`` primaries move back
     to it by the rebalance."""
-    world = _gated(ctx)
+    world = gated(ctx.observe())
     chassis = world.find_chassis(agent)
     if not chassis.alive:
         raise SafetyHaltError(
@@ -100,21 +97,10 @@ def undrain(
     return GatewayResult(GatewayAction.UNDRAIN, moved.steps, moved.problems)
 
 
-def _gated(ctx: GatewayContext) -> OvnSnapshot:
-    """The world to plan on, unless every gateway chassis reads dead (a control plane fault)."""
-    world = ctx.observe()
-    fault = control_plane_fault(world)
-    if fault is not None:
-        raise SafetyHaltError(fault)
-    return world
-
-
 def _execute(
     ctx: GatewayContext, request: RebalanceRequest, world: OvnSnapshot, plan: GatewayPlan
 ) -> GatewayExecuted:
-    kept, note = cut_to_budget(plan.moves, request.move_budget)
-    if note:
-        plan = replace(plan, moves=kept, warnings=(*plan.warnings, note))
+    plan = within_budget(plan, request.move_budget)  # whole routers
     names = {c.id: c.host for c in world.chassis} | {r.id: r.name for r in world.routers}
     args = {"command": "rebalance", **dict(request.journal_args), NAMES: names}
     executor = GatewayExecutor(ctx.ovn, ctx.journal, ctx.clock, request.execution)

@@ -56,6 +56,16 @@ PLANNABLE = (Action.EVACUATE, Action.DRAIN, Action.MIGRATE, Action.REBALANCE, Ac
 DRAIN_MARK = "l3ha: drained"
 
 
+class Executes:
+    """A request of any kind: its ``execution`` says, among the rest, whether it is a dry run."""
+
+    execution: ExecutorOptions
+
+    @property
+    def dry_run(self) -> bool:
+        return self.execution.dry_run
+
+
 @dataclass(frozen=True)
 class PlacementRequest:
     """Where routers may go; ``to`` names agents by host or id (resolved on the snapshot)."""
@@ -67,7 +77,7 @@ class PlacementRequest:
 
 
 @dataclass(frozen=True)
-class ActionRequest:
+class ActionRequest(Executes):
     """One action and its options.
 
     ``agent``: the agent of evacuate, drain and undrain (host or id).
@@ -93,10 +103,6 @@ class ActionRequest:
     rebalance_after: bool = False
     journal_args: tuple[tuple[str, str], ...] = ()
     move_budget: int | None = None
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
 
 #: Outcomes (of every kind) of a move that wrote nothing.
@@ -200,7 +206,7 @@ class ActionResult(OperationResult[Action, Executed]):
 
 
 @dataclass(frozen=True)
-class DhcpRequest:
+class DhcpRequest(Executes):
     """One DHCP action and its options (``to``: agents by host or id; ``force``: past the
     fleet gate and, for evacuate, a live source; ``networks``: what ``return`` brings
     back to ``agent``)."""
@@ -215,7 +221,3 @@ class DhcpRequest:
     move_budget: int | None = None
     networks: tuple[str, ...] = ()
     journal_args: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run

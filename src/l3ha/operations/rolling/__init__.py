@@ -7,15 +7,12 @@ around it (the checks before a run or a resume, the probe, its report);
 ``participants`` the agents of a host it drains and restores (one participant
 for every kind, with the kind's side: ``l3_participant`` the L3 agent, through
 the operations layer; ``dhcp_participant`` the DHCP agent, through the DHCP
-operations layer), ``command`` the maintenance command,
+operations layer; ``gateway_participant`` an OVN gateway chassis, through the
+gateway operations), ``command`` the maintenance command,
 ``guard`` the probe of tenant traffic, ``record`` the rolling journal.
 """
 
-from l3ha.operations.rolling.dhcp_participant import DhcpSide
-from l3ha.operations.rolling.flow import run_rolling
-from l3ha.operations.rolling.guard import TrafficGuard, probe_config, router_targets
-from l3ha.operations.rolling.l3_participant import L3Side
-from l3ha.operations.rolling.participants import Participant, RunContext, Side, StepResult
+from l3ha.operations.rolling.participants import Participant, RunContext
 from l3ha.operations.rolling.plan import (
     Phase,
     RollingRequest,
@@ -23,28 +20,18 @@ from l3ha.operations.rolling.plan import (
     UpgradeStep,
     command_argv,
 )
-from l3ha.operations.rolling.record import RollingRecord, RunRecord, RunStatus
+from l3ha.operations.rolling.record import RollingRecord
 from l3ha.operations.rolling.report import HostSummary, RollingReport
 
 __all__ = [
-    "DhcpSide",
     "HostSummary",
-    "L3Side",
     "Participant",
     "Phase",
     "RollingRecord",
     "RollingReport",
     "RollingRequest",
     "RunContext",
-    "RunRecord",
-    "RunStatus",
-    "Side",
     "StepKey",
-    "StepResult",
-    "TrafficGuard",
     "UpgradeStep",
     "command_argv",
-    "probe_config",
-    "router_targets",
-    "run_rolling",
 ]

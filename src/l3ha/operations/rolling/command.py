@@ -35,7 +35,6 @@ OUTPUT_POLL = 0.05  # seconds between looks at the command's output file when it
 class CommandResult:
     """How the command ended: its exit code (None: not started or killed) and why."""
 
-    argv: tuple[str, ...]
     exit_code: int | None
     seconds: float
     problem: str = ""
@@ -66,7 +65,7 @@ def run_command(
             )
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            return CommandResult(tuple(argv), None, 0.0, f"cannot run {argv[0]}: {reason}")
+            return CommandResult(None, 0.0, f"cannot run {argv[0]}: {reason}")
         finally:
             os.close(write_fd)  # the child, if it runs, holds its own copy
         if on_start is not None:
@@ -80,7 +79,7 @@ def run_command(
             _kill_group(child)
             code, problem = None, f"still running after {timeout:g} s: killed"
         reader.join(timeout=KILL_GRACE)
-    return CommandResult(tuple(argv), code, monotonic() - started, problem)
+    return CommandResult(code, monotonic() - started, problem)
 
 
 @contextlib.contextmanager

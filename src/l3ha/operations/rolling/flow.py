@@ -116,7 +116,7 @@ def run_rolling(
 def _steps(ctx: RunContext, participants: list[Participant]) -> list[StepKey]:
     """Every step of the run: per host, the participants present on it."""
     present = [
-        (host, tuple(p.name for p in participants if p.present(ctx, host)))
+        (host, tuple(p.name for p in participants if p.side.present(ctx, host)))
         for host in ctx.request.hosts
     ]
     return run_steps(present, ctx.request.upgrade)
@@ -165,13 +165,11 @@ def _execute(run: _Run, step: StepRecord) -> StepResult:
     participant = run.participants[key.participant]
     if key.phase is Phase.DRAIN:
         return participant.drain(run.ctx, key.host)
+    drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
     if key.phase is Phase.STABLE:
-        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
         return _prove_stable(run, participant, key.host, drained.get("started_at"))
     if key.phase is Phase.CANARY:
-        drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
         return participant.canary(run.ctx, key.host, drained)
-    drained = _detail(run, StepKey(key.host, Phase.DRAIN, key.participant))
     return participant.restore(run.ctx, key.host, drained)
 
 
@@ -359,6 +357,6 @@ def _dry_run(ctx: RunContext, participants: list[Participant]) -> RollingReport:
         summary = HostSummary(host, status="planned")
         for participant in participants:
             if any(k.host == host and k.participant == participant.name for k in keys):
-                summary.count(participant.unit, participant.would_move(ctx, host))
+                summary.count(participant.unit, participant.side.would_move(ctx, host))
         summaries.append(summary)
     return RollingReport(None, summaries, [(k, "planned") for k in keys])

@@ -2,7 +2,7 @@
 journal (via the OVN gateway operations).
 
 On ML2/OVN a network node has no L3 agent: its routers' gateways live on its gateway
-chassis. Drain is ``l3ha drain CHASSIS`` (``l3ha.operations.ovn.drain``): each router
+chassis. Drain is ``l3ha drain CHASSIS`` (``l3ha.operations.ovn.evacuate_or_drain``): each router
 whose primary the chassis is moves gracefully (another chassis raised above it, canary
 first, read back), then the chassis goes to the bottom of every group and is marked
 drained in l3ha's journal, so that when the upgrade kills and restarts it no router
@@ -25,8 +25,13 @@ from l3ha.executor import AgentChange, AgentChangeResult, ExecutorOptions
 from l3ha.executor.agents import AgentChangeOutcome
 from l3ha.executor.gateway_outcome import GatewayMoveResult
 from l3ha.model import Agent
-from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, GatewayResult
-from l3ha.operations.ovn import drain as drain_chassis
+from l3ha.operations.ovn import (
+    GatewayAction,
+    GatewayContext,
+    GatewayRequest,
+    GatewayResult,
+    evacuate_or_drain,
+)
 from l3ha.operations.ovn_rebalance import RebalanceRequest, undrain
 from l3ha.operations.rolling.participants import ROLLING_JOURNAL_ARGS, RunContext, SideTraits
 from l3ha.ovn_model import resolve_chassis
@@ -69,7 +74,7 @@ class GatewaySide:
     def drain(self, run: RunContext, agent: Agent) -> GatewayResult:
         request = GatewayRequest(GatewayAction.DRAIN, agent.id, execution=run.request.execution,
                                  journal_args=ROLLING_JOURNAL_ARGS)  # fmt: skip
-        return drain_chassis(self._context(run), request)
+        return evacuate_or_drain(self._context(run), request)
 
     def undrain(self, run: RunContext, host: str) -> GatewayResult:
         req = run.request

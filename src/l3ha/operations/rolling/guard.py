@@ -85,10 +85,9 @@ class TrafficGuard:
         self._result: ProbeResult | None = None
         self._error: BaseException | None = None
 
-    def start(self) -> TrafficGuard:
+    def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="rolling-probe", daemon=True)
         self._thread.start()
-        return self
 
     def _run(self) -> None:
         try:

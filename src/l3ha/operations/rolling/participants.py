@@ -165,12 +165,6 @@ class Participant:
     def _where(self, host: str) -> str:
         return f"the {self.traits.prefix}agent of {host}" if self.traits.prefix else host
 
-    def present(self, run: RunContext, host: str) -> bool:
-        return self.side.present(run, host)
-
-    def would_move(self, run: RunContext, host: str) -> int:
-        return self.side.would_move(run, host)
-
     def read_agent(self, run: RunContext, host: str) -> Agent:
         if host not in self._ids:
             self._ids[host] = self.side.find_agent(run, host).id

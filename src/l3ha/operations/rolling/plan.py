@@ -20,7 +20,7 @@ from enum import StrEnum
 from l3ha.errors import BadInputError
 from l3ha.executor.options import ExecutorOptions
 from l3ha.health import HealthPolicy
-from l3ha.operations.request import PlacementRequest
+from l3ha.operations.request import Executes, PlacementRequest
 from l3ha.weights import WeightPolicy
 
 HOST_PLACEHOLDER = "{host}"
@@ -64,7 +64,7 @@ class StepKey:
 
 
 @dataclass(frozen=True)
-class RollingRequest:
+class RollingRequest(Executes):
     """Everything ``l3ha rolling`` was asked (see ``l3ha rolling --help``)."""
 
     hosts: tuple[str, ...]
@@ -98,10 +98,6 @@ class RollingRequest:
             raise BadInputError("a command goes with --run, and --run with a command")
         if self.command is not None:
             command_argv(self.command, "example-host", self.shell)  # malformed: fail now
-
-    @property
-    def dry_run(self) -> bool:
-        return self.execution.dry_run
 
     @property
     def stable_deadline(self) -> float:

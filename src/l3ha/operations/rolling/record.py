@@ -23,7 +23,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from l3ha.errors import BadInputError
 from l3ha.journal import default_state_dir
 from l3ha.journal.statedir import open_database, process_alive
 from l3ha.operations.rolling.plan import Phase, StepKey
@@ -102,7 +101,6 @@ class RollingRecord:
 
     def __init__(self, state_dir: Path | None = None) -> None:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
-        self.path = self.state_dir / DB_NAME
         self._db = open_database(self.state_dir, DB_NAME, _SCHEMA, "the rolling journal")
         self._lock = threading.Lock()
 
@@ -158,14 +156,6 @@ class RollingRecord:
             "UPDATE runs SET status = ?, reason = ?, finished = ? WHERE id = ?",
             (status, reason, _now(), run_id),
         )
-
-    def run(self, run_id: int) -> RunRecord:
-        rows = self._exec(
-            "SELECT id, started, status, request, reason, pid FROM runs WHERE id = ?", (run_id,)
-        ).fetchall()
-        if not rows:
-            raise BadInputError(f"no rolling run {run_id} in {self.path}")
-        return _run_from_row(rows[0])
 
     def latest_run(self) -> RunRecord | None:
         rows = self._exec(
