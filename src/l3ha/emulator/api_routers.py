@@ -76,13 +76,9 @@ class RouterApi:
                 ROUTERS,
                 self.api.collection_url(req),
                 by_id=self.world.routers_by_id(),
-                marker_exists=self._router_marker,
+                marker_lookup=self.api.router,
             )
         )
-
-    def _router_marker(self, marker: str) -> bool:
-        self.api.router(marker)
-        return True
 
     def show_router(self, req: Request, router_id: str) -> Response:
         return ok({"router": only_fields(req, self._router_doc(self.api.router(router_id)))})
