@@ -170,10 +170,11 @@ class DhcpTables:
 
     # --- what an agent's state report carries ----------------------------------------
 
-    def report(self, agent: AgentRec) -> dict[str, int]:
-        """``networks``, ``subnets`` and ``ports`` of the networks the agent has set up."""
-        work = self.work.get(agent.id)
-        serving = work.serving if work is not None else set()
-        subnets = sum(1 for n in serving if n in self.tenant_networks)
-        ports = sum(self.network_ports(n) for n in serving)
-        return {"networks": len(serving), "subnets": subnets, "ports": ports}
+    def reported(self, agent: AgentRec) -> None:
+        """A state report of the agent reached the server: its ``networks``, ``subnets`` and
+        ``ports`` (of the networks it has set up) and its load (the networks count)."""
+        work = self.work[agent.id]
+        subnets = sum(1 for n in work.serving if n in self.tenant_networks)
+        ports = sum(self.network_ports(n) for n in work.serving)
+        work.reported = {"networks": len(work.serving), "subnets": subnets, "ports": ports}
+        work.load = len(work.serving)

@@ -157,7 +157,7 @@ class Simulation:
                 self.lifecycle.reconnect(agent)
             agent.heartbeat = self.clock.wall()
             if agent.agent_type == DHCP_AGENT:
-                self.dhcp.reported(agent)
+                self.world.dhcp.reported(agent)
             for router in agent.routers.values():
                 self.vrrp.sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)

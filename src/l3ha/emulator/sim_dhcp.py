@@ -187,12 +187,6 @@ class DhcpSimulation:
 
     # --- agent life cycle ------------------------------------------------------------
 
-    def reported(self, agent: AgentRec) -> None:
-        """A state report reached the server: its configurations and load."""
-        work = self._work(agent)
-        work.reported = self.tables.report(agent)
-        work.load = work.reported["networks"]
-
     def killed(self, agent: AgentRec) -> None:
         """The node died: dnsmasq and the agent's cache are gone; ports stay as they were."""
         work = self._work(agent).abandon()
@@ -208,7 +202,7 @@ class DhcpSimulation:
     def resync(self, agent: AgentRec) -> None:
         """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
         drop stale copies and set every binding up."""
-        self.reported(agent)
+        self.tables.reported(agent)
         self.resyncs += 1
         work = self._work(agent)
         if not agent.admin_state_up:
