@@ -154,13 +154,7 @@ class RouterApi:
 
     def _schedule_new_ha(self, router: RouterRec) -> None:
         """Neutron schedules a new HA router at once onto the least loaded agents."""
-        now = self.api.clock.wall()
-        candidates = [
-            a
-            for a in self.world.l3_agents()
-            if a.mode in ("legacy", "dvr_snat") and a.admin_state_up and self.sim.is_alive(a, now)
-        ]
-        candidates.sort(key=lambda a: (len(a.routers), a.index))
+        candidates = self.sim.scheduler.least_loaded(lambda a: a.mode in ("legacy", "dvr_snat"))
         for agent in candidates[: self.api.cfg.max_l3_agents_per_router]:
             self.sim.bind(router, agent)
 
