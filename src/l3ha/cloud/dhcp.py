@@ -45,9 +45,6 @@ from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
 
-#: Neutron's 404 error type for "disabled or not a DHCP agent": a refusal, not a missing id.
-_REFUSING = "InvalidDHCPAgent"
-
 #: Networks whose DHCP ports one ``GET /ports`` asks for (repeated ``network_id`` filters).
 PORTS_BATCH = 40
 
@@ -210,13 +207,9 @@ class NeutronDhcp:
         path = f"/agents/{quoted(agent_id)}/dhcp-networks"
         try:
             self._api.request("POST", path, what, body={"network_id": network_id})
-        except ConflictError as exc:
+        except ConflictError as exc:  # InvalidDHCPAgent too (translate.REFUSING_AGENT_TYPES)
             if "NetworkHostedByDHCPAgent" not in str(exc):
                 raise
-        except ApiNotFoundError as exc:
-            if _REFUSING in str(exc):
-                raise ConflictError(str(exc)) from exc
-            raise
         self._expect(network_id, agent_id, True, what)
 
     def remove_network_from_agent(self, network_id: str, agent_id: str) -> None:
