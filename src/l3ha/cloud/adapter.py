@@ -106,13 +106,15 @@ class NeutronCloud:
 
     def list_agents(self) -> list[Agent]:
         """Every L3 agent."""
-        raw = self._api.collection(
-            "/agents", "agents", "list L3 agents", [("agent_type", translate.L3_AGENT_TYPE)]
-        )
-        agents = [translate.agent_from_dict(a) for a in raw if translate.is_l3_agent(a)]
+        agents = self.agents_of_type(translate.L3_AGENT_TYPE, "list L3 agents")
         if not agents:
             self.check_scheduler_access("l3-routers", "L3")
         return agents
+
+    def agents_of_type(self, agent_type: str, what: str) -> list[Agent]:
+        """Every agent of ``agent_type`` (L3, DHCP, OVN gateway), in one paged listing."""
+        raw = self._api.collection("/agents", "agents", what, [("agent_type", agent_type)])
+        return [translate.agent_from_dict(a) for a in raw if a.get("agent_type") == agent_type]
 
     def check_scheduler_access(self, collection: str, kind: str) -> None:
         """No ``kind`` agent visible: an empty cloud, or an account Neutron hides them from.
@@ -136,18 +138,22 @@ class NeutronCloud:
 
     def get_agent(self, agent_id: str) -> Agent:
         """One L3 agent, read fresh (``NotFoundError`` when it does not exist)."""
-        what = f"show agent {agent_id}"
         try:
-            body = self._api.request("GET", f"/agents/{quoted(agent_id)}", what)
+            data = self.agent_dict(agent_id, f"show agent {agent_id}")
         except ApiNotFoundError as exc:
             raise NotFoundError(f"no agent with id {agent_id!r}") from exc
-        data = body.get("agent") if isinstance(body, Mapping) else None
-        if not isinstance(data, Mapping):
-            raise CloudError(f"{what}: answer has no 'agent'")
         if not translate.is_l3_agent(data):
             kind = data.get("agent_type")
             raise NotFoundError(f"agent {agent_id!r} is a {kind}, not an L3 agent")
         return translate.agent_from_dict(data)
+
+    def agent_dict(self, agent_id: str, what: str) -> Mapping[str, Any]:
+        """``GET /agents/{id}``: the agent as Neutron shows it, of any type."""
+        body = self._api.request("GET", f"/agents/{quoted(agent_id)}", what)
+        data = body.get("agent") if isinstance(body, Mapping) else None
+        if not isinstance(data, Mapping):
+            raise CloudError(f"{what}: answer has no 'agent'")
+        return data
 
     def list_routers(self) -> list[Router]:
         """Every router."""
@@ -242,13 +248,7 @@ class NeutronCloud:
         self, router_id: str, agent_id: str, present: bool, what: str
     ) -> list[Binding]:
         bindings = self.router_bindings(router_id)
-        hosts = [b.agent_id for b in bindings]
-        if (agent_id in hosts) != present:
-            state = "still hosts" if agent_id in hosts else "does not host"
-            raise ReadBackError(
-                f"{what}: accepted, but reading back shows agent {agent_id} {state} it "
-                f"(hosting agents: {', '.join(hosts) or 'none'})"
-            )
+        expect_hosted(what, agent_id, present, [b.agent_id for b in bindings], "agents")
         return bindings
 
     def set_admin_state(self, agent_id: str, up: bool) -> None:
@@ -267,6 +267,17 @@ class NeutronCloud:
         seen = agent.admin_state_up if field == "admin_state_up" else agent.description
         if seen != value:
             raise ReadBackError(f"{what}: accepted, but reading back shows {field}={seen!r}")
+
+
+def expect_hosted(what: str, agent_id: str, present: bool, hosts: list[str], noun: str) -> None:
+    """A write's read-back: ``ReadBackError`` unless ``agent_id`` is among ``hosts`` (the
+    hosting ``noun`` read after the write) exactly when it should be (``present``)."""
+    if (agent_id in hosts) != present:
+        state = "still hosts" if agent_id in hosts else "does not host"
+        raise ReadBackError(
+            f"{what}: accepted, but reading back shows agent {agent_id} {state} it "
+            f"(hosting {noun}: {', '.join(hosts) or 'none'})"
+        )
 
 
 def _known_only(

@@ -25,13 +25,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import quote
 
 from l3ha.clock import Clock, SystemClock
 from l3ha.cloud import translate
-from l3ha.cloud.adapter import NeutronCloud
+from l3ha.cloud.adapter import NeutronCloud, expect_hosted
+from l3ha.cloud.transport import quoted
 from l3ha.dhcp_model import (
     DHCP_AGENT_TYPE,
     DHCP_PORT_OWNER,
@@ -41,23 +40,13 @@ from l3ha.dhcp_model import (
     Network,
     OtherAgent,
 )
-from l3ha.errors import ApiNotFoundError, CloudError, ConflictError, NotFoundError, ReadBackError
+from l3ha.errors import ApiNotFoundError, ConflictError, NotFoundError, ReadBackError
 from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
 
-#: Neutron's 404 error type for "disabled or not a DHCP agent": a refusal, not a missing id.
-_REFUSING = "InvalidDHCPAgent"
-
-
-#: Concurrent per-agent reads of a snapshot.
-READ_WORKERS = 8
 #: Networks whose DHCP ports one ``GET /ports`` asks for (repeated ``network_id`` filters).
 PORTS_BATCH = 40
-
-
-def _q(ident: str) -> str:
-    return quote(ident, safe="")
 
 
 def network_from_dict(
@@ -105,50 +94,34 @@ def dhcp_port_from_dict(data: Mapping[str, Any]) -> DhcpPort:
 class NeutronDhcp:
     """``l3ha.cloud.dhcp_base.DhcpCloud`` over a ``NeutronCloud`` (see the module docstring)."""
 
-    def __init__(
-        self, cloud: NeutronCloud, *, clock: Clock | None = None, workers: int = READ_WORKERS
-    ) -> None:
+    def __init__(self, cloud: NeutronCloud, *, clock: Clock | None = None) -> None:
         self._cloud = cloud
+        self._api = cloud.api
         self._clock = clock or SystemClock()
-        self._workers = max(1, workers)
         self.name = cloud.name
-
-    def _get(
-        self, path: str, key: str, what: str, params: list[tuple[str, str]] | None = None
-    ) -> list[dict[str, Any]]:
-        return self._cloud.api.collection(path, key, what, params or [])
-
-    def _write(
-        self, method: str, path: str, what: str, body: Mapping[str, Any] | None = None
-    ) -> None:
-        self._cloud.api.request(method, path, what, body=body)
 
     # --- reads ----------------------------------------------------------------
 
-    def _all_agents(self) -> list[dict[str, Any]]:
-        return self._get("/agents", "agents", "list agents")
-
     def list_dhcp_agents(self) -> list[Agent]:
         """Every DHCP agent."""
-        raw = self._get("/agents", "agents", "list DHCP agents", [("agent_type", DHCP_AGENT_TYPE)])
-        agents = [
-            translate.agent_from_dict(a) for a in raw if a.get("agent_type") == DHCP_AGENT_TYPE
-        ]
+        agents = self._cloud.agents_of_type(DHCP_AGENT_TYPE, "list DHCP agents")
+        self._check_access(agents)
+        return agents
+
+    def _check_access(self, agents: list[Agent]) -> None:
         if not agents:
             self._cloud.check_scheduler_access("dhcp-networks", "DHCP")
-        return agents
 
     def read_dhcp_snapshot(self) -> DhcpSnapshot:
         """Agents (split by type), networks, bindings per DHCP agent (concurrently), ports."""
         observed_at = self._clock.wall().isoformat()
-        raw_agents = self._all_agents()
+        raw_agents = self._api.collection("/agents", "agents", "list agents")
         agents = [
             translate.agent_from_dict(a)
             for a in raw_agents
             if a.get("agent_type") == DHCP_AGENT_TYPE
         ]
-        if not agents:
-            self._cloud.check_scheduler_access("dhcp-networks", "DHCP")
+        self._check_access(agents)
         others = tuple(
             OtherAgent(str(a["id"]), str(a.get("host") or ""), str(a.get("agent_type") or ""))
             for a in raw_agents
@@ -156,15 +129,14 @@ class NeutronDhcp:
         )
         raw_networks, dhcp_subnets = self._networks()
         known = {str(n["id"]) for n in raw_networks}
-        with ThreadPoolExecutor(max_workers=self._workers) as pool:
-            per_agent = list(pool.map(self.networks_on_agent, [a.id for a in agents]))
+        per_agent = self._api.concurrently(self.networks_on_agent, [a.id for a in agents])
         bindings = tuple(
             DhcpBinding(net, agent.id)
             for agent, nets in zip(agents, per_agent, strict=True)
             for net in nets
             if net in known
         )
-        raw_ports = self._get(
+        raw_ports = self._api.collection(
             "/ports", "ports", "list DHCP ports", [("device_owner", DHCP_PORT_OWNER)]
         )
         ports = tuple(dhcp_port_from_dict(p) for p in raw_ports)
@@ -180,9 +152,9 @@ class NeutronDhcp:
 
     def _networks(self) -> tuple[list[dict[str, Any]], set[str] | None]:
         """Every network, and the ids of subnets with DHCP (``None``: cannot be listed)."""
-        raw = self._get("/networks", "networks", "list networks")
+        raw = self._api.collection("/networks", "networks", "list networks")
         try:
-            subnets = self._get(
+            subnets = self._api.collection(
                 "/subnets", "subnets", "list subnets with DHCP", [("enable_dhcp", "True")]
             )
         except ApiNotFoundError:
@@ -193,14 +165,15 @@ class NeutronDhcp:
     def networks_on_agent(self, agent_id: str) -> list[str]:
         """Ids of the networks one DHCP agent hosts."""
         what = f"list networks on DHCP agent {agent_id}"
-        raw = self._get(f"/agents/{_q(agent_id)}/dhcp-networks", "networks", what)
+        raw = self._api.collection(f"/agents/{quoted(agent_id)}/dhcp-networks", "networks", what)
         return [str(n["id"]) for n in raw]
 
     def dhcp_agents_of_network(self, network_id: str) -> list[Agent]:
         """The DHCP agents hosting one network, read fresh."""
         what = f"list DHCP agents hosting network {network_id}"
+        path = f"/networks/{quoted(network_id)}/dhcp-agents"
         try:
-            raw = self._get(f"/networks/{_q(network_id)}/dhcp-agents", "agents", what)
+            raw = self._api.collection(path, "agents", what)
         except ApiNotFoundError as exc:
             raise NotFoundError(f"no network with id {network_id!r}") from exc
         return [translate.agent_from_dict(a) for a in raw]
@@ -209,7 +182,9 @@ class NeutronDhcp:
         """The network's DHCP ports, read fresh."""
         what = f"list DHCP ports of network {network_id}"
         params = [("network_id", network_id), ("device_owner", DHCP_PORT_OWNER)]
-        return [dhcp_port_from_dict(p) for p in self._get("/ports", "ports", what, params)]
+        return [
+            dhcp_port_from_dict(p) for p in self._api.collection("/ports", "ports", what, params)
+        ]
 
     def dhcp_ports_of_networks(self, network_ids: list[str]) -> list[DhcpPort]:
         """The DHCP ports of many networks, ``PORTS_BATCH`` networks per request."""
@@ -218,7 +193,10 @@ class NeutronDhcp:
             chunk = network_ids[start : start + PORTS_BATCH]
             params = [("device_owner", DHCP_PORT_OWNER)] + [("network_id", n) for n in chunk]
             what = f"list DHCP ports of {len(chunk)} network(s)"
-            ports += [dhcp_port_from_dict(p) for p in self._get("/ports", "ports", what, params)]
+            ports += [
+                dhcp_port_from_dict(p)
+                for p in self._api.collection("/ports", "ports", what, params)
+            ]
         return ports
 
     # --- writes (each read back) ----------------------------------------------
@@ -226,24 +204,20 @@ class NeutronDhcp:
     def add_network_to_agent(self, network_id: str, agent_id: str) -> None:
         """Schedule the network to the agent; an "already hosted" 409 counts as done."""
         what = f"add network {network_id} to DHCP agent {agent_id}"
-        path = f"/agents/{_q(agent_id)}/dhcp-networks"
+        path = f"/agents/{quoted(agent_id)}/dhcp-networks"
         try:
-            self._write("POST", path, what, {"network_id": network_id})
-        except ConflictError as exc:
+            self._api.request("POST", path, what, body={"network_id": network_id})
+        except ConflictError as exc:  # InvalidDHCPAgent too (translate.REFUSING_AGENT_TYPES)
             if "NetworkHostedByDHCPAgent" not in str(exc):
                 raise
-        except ApiNotFoundError as exc:
-            if _REFUSING in str(exc):
-                raise ConflictError(str(exc)) from exc
-            raise
         self._expect(network_id, agent_id, True, what)
 
     def remove_network_from_agent(self, network_id: str, agent_id: str) -> None:
         """Remove the network from the agent; a "not hosted" 409 counts as done."""
         what = f"remove network {network_id} from DHCP agent {agent_id}"
-        path = f"/agents/{_q(agent_id)}/dhcp-networks/{_q(network_id)}"
+        path = f"/agents/{quoted(agent_id)}/dhcp-networks/{quoted(network_id)}"
         try:
-            self._write("DELETE", path, what)
+            self._api.request("DELETE", path, what)
         except ConflictError as exc:
             if "NetworkNotHostedByDhcpAgent" not in str(exc):
                 raise
@@ -251,12 +225,7 @@ class NeutronDhcp:
 
     def _expect(self, network_id: str, agent_id: str, present: bool, what: str) -> None:
         hosts = [a.id for a in self.dhcp_agents_of_network(network_id)]
-        if (agent_id in hosts) != present:
-            state = "still hosts" if agent_id in hosts else "does not host"
-            raise ReadBackError(
-                f"{what}: accepted, but reading back shows agent {agent_id} {state} it "
-                f"(hosting DHCP agents: {', '.join(hosts) or 'none'})"
-            )
+        expect_hosted(what, agent_id, present, hosts, "DHCP agents")
 
     def set_dhcp_agent_state(
         self, agent_id: str, admin_state_up: bool | None, description: str | None
@@ -272,17 +241,10 @@ class NeutronDhcp:
         what = (
             f"update DHCP agent {agent_id} ({', '.join(f'{k}={v!r}' for k, v in fields.items())})"
         )
-        self._write("PUT", f"/agents/{_q(agent_id)}", what, {"agent": fields})
-        seen = self._get_agent(agent_id, what)
+        self._api.request("PUT", f"/agents/{quoted(agent_id)}", what, body={"agent": fields})
+        seen = self._cloud.agent_dict(agent_id, what)
         for key, value in fields.items():
             if seen.get(key) != value:
                 raise ReadBackError(
                     f"{what}: accepted, but reading back shows {key}={seen.get(key)!r}"
                 )
-
-    def _get_agent(self, agent_id: str, what: str) -> Mapping[str, Any]:
-        body = self._cloud.api.request("GET", f"/agents/{_q(agent_id)}", what)
-        data = body.get("agent") if isinstance(body, Mapping) else None
-        if not isinstance(data, Mapping):
-            raise CloudError(f"{what}: answer has no 'agent'")
-        return data

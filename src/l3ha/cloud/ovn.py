@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from l3ha.clock import Clock, SystemClock
-from l3ha.cloud import translate
 from l3ha.cloud.adapter import NeutronCloud
 from l3ha.cloud.transport import quoted
 from l3ha.errors import ReadBackError
@@ -73,12 +72,7 @@ class NeutronOvn:
 
     def list_chassis(self) -> list[Agent]:
         """Every gateway chassis, as agents."""
-        raw = self._cloud.api.collection(
-            "/agents", "agents", "list gateway chassis", [("agent_type", GATEWAY_AGENT_TYPE)]
-        )
-        return [
-            translate.agent_from_dict(a) for a in raw if a.get("agent_type") == GATEWAY_AGENT_TYPE
-        ]
+        return self._cloud.agents_of_type(GATEWAY_AGENT_TYPE, "list gateway chassis")
 
     def group(self, router_id: str) -> list[GatewayBinding]:
         """One router's chassis and priorities, read fresh."""

@@ -31,8 +31,9 @@ from l3ha.model import Agent, AgentMode, Binding, HAState, Router
 log = logging.getLogger(__name__)
 
 L3_AGENT_TYPE = "L3 agent"
-#: Neutron error types that mean "this agent cannot take routers" (admin down, not L3).
-REFUSING_AGENT_TYPES = frozenset({"InvalidL3Agent"})
+#: Neutron's 404 error types that mean "this agent cannot take routers" (admin down, not L3)
+#: or "... networks" (admin down, not DHCP): a refusal (``ConflictError``), not a missing id.
+REFUSING_AGENT_TYPES = frozenset({"InvalidL3Agent", "InvalidDHCPAgent"})
 
 Json = Mapping[str, Any]
 

@@ -34,7 +34,7 @@ from l3ha.emulator.http_types import (
     resource_body,
     router_id_of,
 )
-from l3ha.emulator.query import ApiError, bad_request, list_collection
+from l3ha.emulator.query import ApiError, bad_request, found, list_collection
 from l3ha.emulator.records import AgentRec, NetworkRec, RouterRec
 from l3ha.emulator.sim import Simulation
 from l3ha.emulator.world import World
@@ -209,16 +209,16 @@ class NeutronApi:
     # --- agents ---------------------------------------------------------------------
 
     def agent(self, agent_id: str) -> AgentRec:
-        agent = self.world.agents.get(agent_id)
-        if agent is None:
-            raise ApiError(404, "AgentNotFound", f"Agent {agent_id} could not be found.")
-        return agent
+        return found(self.world.agents.get(agent_id), "AgentNotFound",
+                     f"Agent {agent_id} could not be found.")
 
     def router(self, router_id: str) -> RouterRec:
-        router = self.world.routers.get(router_id)
-        if router is None:
-            raise ApiError(404, "RouterNotFound", f"Router {router_id} could not be found")
-        return router
+        return found(self.world.routers.get(router_id), "RouterNotFound",
+                     f"Router {router_id} could not be found")
+
+    def network(self, net_id: str) -> NetworkRec:
+        return found(self.world.networks.get(net_id), "NetworkNotFound",
+                     f"Network {net_id} could not be found.")
 
     def collection_url(self, req: Request) -> str:
         return f"{req.base}{req.path}"

@@ -45,5 +45,8 @@ class ApiCore(Core, Protocol):
     def router(self, router_id: str) -> RouterRec:
         """The router, or a 404 ``ApiError`` naming it."""
 
+    def network(self, net_id: str) -> NetworkRec:
+        """The network, or a 404 ``ApiError`` naming it."""
+
     def collection_url(self, req: Request) -> str:
         """The URL of the collection the request lists (for pagination links)."""

@@ -104,12 +104,6 @@ class DhcpApi:
         zones = sorted({b.agent.az for b in self.tables.bindings_of(net.id).values()})
         return render.network_doc(net, zones)
 
-    def network(self, net_id: str) -> NetworkRec:
-        net = self.world.networks.get(net_id)
-        if net is None:
-            raise ApiError(404, "NetworkNotFound", f"Network {net_id} could not be found.")
-        return net
-
     # --- the scheduler shims ------------------------------------------------------------
 
     def agent_networks(self, req: Request, agent_id: str) -> Response:
@@ -123,7 +117,7 @@ class DhcpApi:
         body = req.body if isinstance(req.body, dict) else {}
         if "network_id" not in body:
             raise internal_error()  # body['network_id']: a KeyError in the controller
-        network = self.network(str(body["network_id"]))
+        network = self.api.network(str(body["network_id"]))
         agent = self.api.agent(agent_id)
         if agent.agent_type != DHCP_AGENT or not agent.admin_state_up:
             raise invalid_dhcp_agent(agent)
@@ -178,7 +172,7 @@ class DhcpApi:
     def delete_network(self, req: Request, net_id: str) -> Response:
         """``DELETE /v2.0/networks/{id}``: refused while other ports use it; its DHCP
         ports are deleted with it and its agents told (``network_delete_end``)."""
-        net = self.network(net_id)
+        net = self.api.network(net_id)
         in_use = [p.id for p in self.world.ports.values() if p.network is net]
         if in_use:
             raise ApiError(

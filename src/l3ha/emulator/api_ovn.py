@@ -31,7 +31,7 @@ from l3ha.emulator.ovn_world import (
     Chassis,
     Gateway,
 )
-from l3ha.emulator.query import ApiError, bad_request, list_collection
+from l3ha.emulator.query import ApiError, bad_request, found, list_collection
 from l3ha.emulator.sim_ovn import OvnSimulation
 
 Doc = dict[str, Any]
@@ -82,9 +82,7 @@ class OvnApi:
 
     def chassis(self, agent_id: str) -> Chassis:
         chassis = self.ovn.ovn.chassis.get(agent_id)
-        if chassis is None:
-            raise ApiError(404, "AgentNotFound", f"Agent {agent_id} could not be found.")
-        return chassis
+        return found(chassis, "AgentNotFound", f"Agent {agent_id} could not be found.")
 
     def list_agents(self, req: Request) -> Response:
         self.ovn.ping()

@@ -16,7 +16,7 @@ from l3ha.emulator.api_core import ApiCore
 from l3ha.emulator.api_dhcp import DhcpApi, dhcp_port_doc
 from l3ha.emulator.dhcp_world import OWNER_DHCP, DhcpPortRec
 from l3ha.emulator.http_types import Request, Response, ok, only_fields
-from l3ha.emulator.query import ApiError, CollectionSpec, list_collection
+from l3ha.emulator.query import ApiError, CollectionSpec, found, list_collection
 from l3ha.emulator.records import PortRec
 
 Doc = dict[str, Any]
@@ -93,32 +93,26 @@ class ResourceApi:
         records = [p for p in self._port_records(req) if _fixed_ip_match(p, fixed)]
         return ok(list_collection(records, any_port_doc, lambda p: p.id, params, PORTS,
                                   self.api.collection_url(req),
-                                  marker_exists=self._port_marker))
+                                  marker_lookup=self._port))
 
-    def _port_marker(self, marker: str) -> bool:
-        if marker not in self.world.ports and marker not in self.world.dhcp.ports:
-            raise ApiError(404, "PortNotFound", f"Port {marker} could not be found.")
-        return True
-
-    def show_port(self, req: Request, port_id: str) -> Response:
+    def _port(self, port_id: str) -> PortRec | DhcpPortRec:
         port: PortRec | DhcpPortRec | None = (self.world.ports.get(port_id)
                                                or self.world.dhcp.ports.get(port_id))
         if port is None:
             raise ApiError(404, "PortNotFound", f"Port {port_id} could not be found.")
-        return ok({"port": only_fields(req, any_port_doc(port))})
+        return port
+
+    def show_port(self, req: Request, port_id: str) -> Response:
+        return ok({"port": only_fields(req, any_port_doc(self._port(port_id)))})
 
     def list_networks(self, req: Request) -> Response:
         return ok(list_collection(list(self.world.networks.values()), self.dhcp.network_doc,
                                   lambda n: n.id, req.params, NETWORKS,
                                   self.api.collection_url(req),
-                                  marker_exists=self._network_marker))
-
-    def _network_marker(self, marker: str) -> bool:
-        self.dhcp.network(marker)
-        return True
+                                  marker_lookup=self.api.network))
 
     def show_network(self, req: Request, net_id: str) -> Response:
-        return ok({"network": only_fields(req, self.dhcp.network_doc(self.dhcp.network(net_id)))})
+        return ok({"network": only_fields(req, self.dhcp.network_doc(self.api.network(net_id)))})
 
     def list_fips(self, req: Request) -> Response:
         public = self.api.public
@@ -127,9 +121,8 @@ class ResourceApi:
                                   req.params, FLOATINGIPS, self.api.collection_url(req)))
 
     def show_fip(self, req: Request, fip_id: str) -> Response:
-        fip = self.world.fips.get(fip_id)
-        if fip is None:
-            raise ApiError(404, "FloatingIPNotFound", f"Floating IP {fip_id} could not be found")
+        fip = found(self.world.fips.get(fip_id), "FloatingIPNotFound",
+                    f"Floating IP {fip_id} could not be found")
         return ok({"floatingip": only_fields(req, render.fip_doc(fip, self.api.public))})
 
     def list_azs(self, req: Request) -> Response:

@@ -76,13 +76,9 @@ class RouterApi:
                 ROUTERS,
                 self.api.collection_url(req),
                 by_id=self.world.routers_by_id(),
-                marker_exists=self._router_marker,
+                marker_lookup=self.api.router,
             )
         )
-
-    def _router_marker(self, marker: str) -> bool:
-        self.api.router(marker)
-        return True
 
     def show_router(self, req: Request, router_id: str) -> Response:
         return ok({"router": only_fields(req, self._router_doc(self.api.router(router_id)))})
@@ -158,13 +154,7 @@ class RouterApi:
 
     def _schedule_new_ha(self, router: RouterRec) -> None:
         """Neutron schedules a new HA router at once onto the least loaded agents."""
-        now = self.api.clock.wall()
-        candidates = [
-            a
-            for a in self.world.l3_agents()
-            if a.mode in ("legacy", "dvr_snat") and a.admin_state_up and self.sim.is_alive(a, now)
-        ]
-        candidates.sort(key=lambda a: (len(a.routers), a.index))
+        candidates = self.sim.scheduler.least_loaded(lambda a: a.mode in ("legacy", "dvr_snat"))
         for agent in candidates[: self.api.cfg.max_l3_agents_per_router]:
             self.sim.bind(router, agent)
 

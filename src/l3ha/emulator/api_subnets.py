@@ -26,7 +26,7 @@ from l3ha.emulator.http_types import (
     only_fields,
     resource_body,
 )
-from l3ha.emulator.query import ApiError, CollectionSpec, bad_request, list_collection
+from l3ha.emulator.query import CollectionSpec, bad_request, found, list_collection
 from l3ha.emulator.records import NetworkRec
 
 Doc = dict[str, Any]
@@ -121,19 +121,13 @@ class SubnetApi:
                 req.params,
                 SUBNETS,
                 self.api.collection_url(req),
-                marker_exists=self._marker,
+                marker_lookup=self._network_of,
             )
         )
 
-    def _marker(self, marker: str) -> bool:
-        self._network_of(marker)
-        return True
-
     def _network_of(self, subnet_id: str) -> NetworkRec:
         net = next((n for n in self._networks() if n.subnet_id == subnet_id), None)
-        if net is None:
-            raise ApiError(404, "SubnetNotFound", f"Subnet {subnet_id} could not be found.")
-        return net
+        return found(net, "SubnetNotFound", f"Subnet {subnet_id} could not be found.")
 
     def show(self, req: Request, subnet_id: str) -> Response:
         return ok({"subnet": only_fields(req, self.doc(self._network_of(subnet_id)))})
@@ -148,11 +142,7 @@ class SubnetApi:
                 raise bad_request(
                     f"Failed to parse request. Required attribute '{key}' not specified"
                 )
-        net = self.world.networks.get(str(body["network_id"]))
-        if net is None:
-            raise ApiError(
-                404, "NetworkNotFound", f"Network {body['network_id']} could not be found."
-            )
+        net = self.api.network(str(body["network_id"]))
         base = _cidr_base(str(body["cidr"]))
         if net.subnet_id:
             raise bad_request(

@@ -22,6 +22,7 @@ Layout (deterministic for a seed):
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from l3ha.emulator import build_dhcp
@@ -43,13 +44,13 @@ from l3ha.emulator.records import (
 from l3ha.emulator.world import World
 
 
+@dataclass(frozen=True)
 class Built:
     """The world plus the shared networks routers need."""
 
-    def __init__(self, world: World, public: NetworkRec, ha_net: NetworkRec) -> None:
-        self.world = world
-        self.public = public
-        self.ha_net = ha_net
+    world: World
+    public: NetworkRec
+    ha_net: NetworkRec
 
 
 def build_world(cfg: EmulatorConfig, now: datetime) -> Built:

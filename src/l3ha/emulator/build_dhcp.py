@@ -32,6 +32,4 @@ def add_tenant_networks(world: World, cfg: EmulatorConfig, now: datetime) -> Non
             port = world.add_dhcp_port(net, f"{net.cidr_base}.{2 + k}", agent.host, now)
             port.status = "ACTIVE"
     for agent in agents:
-        work = tables.work[agent.id]
-        work.reported = tables.report(agent)
-        work.load = work.reported["networks"]
+        tables.reported(agent)

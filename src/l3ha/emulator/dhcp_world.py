@@ -18,11 +18,10 @@ kept here (neutron/db/agentschedulers_db.py, neutron/api/rpc/handlers/dhcp_rpc.p
 from __future__ import annotations
 
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from l3ha.emulator.records import AgentRec, NetworkRec
+from l3ha.emulator.records import AgentRec, NetworkRec, Work
 
 OWNER_DHCP = "network:dhcp"
 RESERVED_DEVICE_ID = "reserved_dhcp_port"
@@ -63,13 +62,9 @@ class DhcpBinding:
 
 
 @dataclass(slots=True, eq=False)
-class DhcpAgentWork:
-    """One DHCP agent's processing state (its resource queue and its cache)."""
+class DhcpAgentWork(Work):
+    """One DHCP agent's processing state: its networks to set up (``Work``) and its cache."""
 
-    queue: deque[str] = field(default_factory=deque)  # RPC-added networks (processed first)
-    sync_queue: deque[str] = field(default_factory=deque)  # full-resync work
-    inflight: dict[str, float] = field(default_factory=dict)
-    generation: int = 0
     # networks removed while the agent was cut off: it still serves them
     stale: set[str] = field(default_factory=set)
     # networks the agent has set up (its cache): what its reports count
@@ -79,14 +74,6 @@ class DhcpAgentWork:
         default_factory=lambda: {"networks": 0, "subnets": 0, "ports": 0}
     )
     load: int = 0
-
-    def abandon(self) -> DhcpAgentWork:
-        """Drop the queued and in-flight work (a new generation: late completions are void)."""
-        self.generation += 1
-        self.inflight.clear()
-        self.queue.clear()
-        self.sync_queue.clear()
-        return self
 
 
 class DhcpTables:
@@ -183,10 +170,11 @@ class DhcpTables:
 
     # --- what an agent's state report carries ----------------------------------------
 
-    def report(self, agent: AgentRec) -> dict[str, int]:
-        """``networks``, ``subnets`` and ``ports`` of the networks the agent has set up."""
-        work = self.work.get(agent.id)
-        serving = work.serving if work is not None else set()
-        subnets = sum(1 for n in serving if n in self.tenant_networks)
-        ports = sum(self.network_ports(n) for n in serving)
-        return {"networks": len(serving), "subnets": subnets, "ports": ports}
+    def reported(self, agent: AgentRec) -> None:
+        """A state report of the agent reached the server: its ``networks``, ``subnets`` and
+        ``ports`` (of the networks it has set up) and its load (the networks count)."""
+        work = self.work[agent.id]
+        subnets = sum(1 for n in work.serving if n in self.tenant_networks)
+        ports = sum(self.network_ports(n) for n in work.serving)
+        work.reported = {"networks": len(work.serving), "subnets": subnets, "ports": ports}
+        work.load = len(work.serving)

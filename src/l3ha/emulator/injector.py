@@ -102,12 +102,16 @@ def _ovn(inj: FaultInjector) -> OvnSimulation:
     return inj.ovn
 
 
+def _chassis(inj: FaultInjector, name: str) -> str:
+    """A gateway chassis' name; FaultError 404 when there is none."""
+    if name not in _ovn(inj).ovn.chassis:
+        raise FaultError(f"unknown chassis {name!r}", status=404)
+    return name
+
+
 def _chassis_fault(action: Callable[[OvnSimulation, str], None]) -> Apply:
     def apply(inj: FaultInjector, args: Mapping[str, Any]) -> None:
-        ovn = _ovn(inj)
-        if args["chassis"] not in ovn.ovn.chassis:
-            raise FaultError(f"unknown chassis {args['chassis']!r}", status=404)
-        action(ovn, args["chassis"])
+        action(_ovn(inj), _chassis(inj, args["chassis"]))
 
     return apply
 
@@ -202,11 +206,8 @@ class FaultInjector:
         for step in steps:
             if "host" in step.fault.args:
                 self.agent(step.fault.args["host"])
-            if (
-                "chassis" in step.fault.args
-                and step.fault.args["chassis"] not in _ovn(self).ovn.chassis
-            ):
-                raise FaultError(f"unknown chassis {step.fault.args['chassis']!r}", status=404)
+            if "chassis" in step.fault.args:
+                _chassis(self, step.fault.args["chassis"])
         with self.world.lock:
             for step in steps:
                 self.sim.schedule(origin + step.at, self._scheduled, step)

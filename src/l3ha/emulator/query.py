@@ -13,10 +13,11 @@ import bisect
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 Doc = dict[str, Any]
 Params = list[tuple[str, str]]
+T = TypeVar("T")
 
 CONTROL_KEYS = frozenset({"fields", "sort_key", "sort_dir", "limit", "marker", "page_reverse"})
 TAG_KEYS = frozenset({"tags", "tags-any", "not-tags", "not-tags-any"})
@@ -44,6 +45,13 @@ class ApiError(Exception):
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "HTTPBadRequest", message)
+
+
+def found(record: T | None, kind: str, message: str) -> T:
+    """``record``, or Neutron's 404 ``kind`` saying ``message`` when there is none."""
+    if record is None:
+        raise ApiError(404, kind, message)
+    return record
 
 
 def to_bool(value: str) -> bool:
@@ -204,29 +212,27 @@ def _marker_index(items: Sequence[Any], marker: str, key: Callable[[Any], str],
     return next((i for i, item in enumerate(items) if key(item) == marker), None)
 
 
-MarkerCheck = Callable[[str], bool]
-
-
-def ignore_marker(marker: str) -> bool:
-    """Agents: an unknown marker is ignored (the first page is answered)."""
-    return False
+#: Looks a marker's object up, raising the collection's NotFound when there is none.
+MarkerLookup = Callable[[str], object]
 
 
 def paginate(items: Sequence[Any], page: Page, key: Callable[[Any], str],
-             by_key: bool = False, marker_exists: MarkerCheck = ignore_marker) -> list[Any]:
+             by_key: bool = False, marker_lookup: MarkerLookup | None = None) -> list[Any]:
     """Neutron's pagination over items already in order (``by_key``: sorted by key).
 
-    A marker not among ``items`` is looked up with ``marker_exists`` (which
+    A marker not among ``items`` is looked up with ``marker_lookup`` (which
     raises the collection's NotFound when there is no such object): an
-    existing one positions the page by id, else the marker is ignored.
+    existing one positions the page by id. Without a lookup (agents) an unknown
+    marker is ignored: the first page is answered.
     """
     if not page.limit:
         return list(items)
     if page.marker:
         index = _marker_index(items, page.marker, key, by_key)
         if index is None:
-            if not marker_exists(page.marker):
+            if marker_lookup is None:
                 return paginate(items, Page(page.limit, None, page.reverse), key)
+            marker_lookup(page.marker)
             if not by_key:
                 return []
             index = bisect.bisect_left(items, page.marker, key=key) - (0 if page.reverse else 1)
@@ -265,7 +271,7 @@ def select_fields(doc: Doc, fields: list[str]) -> Doc:
 def list_collection(records: Sequence[Any], render: Callable[[Any], Doc],  # noqa: PLR0917
                     record_id: Callable[[Any], str], params: Params, spec: CollectionSpec,
                     base_url: str, by_id: Sequence[Any] | None = None,
-                    marker_exists: MarkerCheck = ignore_marker) -> Doc:
+                    marker_lookup: MarkerLookup | None = None) -> Doc:
     """Answer a list request over ``records`` (in creation order; ``by_id``: the same
     records already sorted by id, to page large collections quickly)."""
     filters = parse_filters(params, spec)
@@ -277,14 +283,14 @@ def list_collection(records: Sequence[Any], render: Callable[[Any], Doc],  # noq
         if page.limit:
             ordered = by_id if by_id is not None else sorted(records, key=record_id)
         docs = [render(r) for r in paginate(ordered, page, record_id, bool(page.limit),
-                                            marker_exists)]
+                                            marker_lookup)]
     else:
         docs = [d for d in (render(r) for r in records) if matches(d, filters)]
         if sorts or page.limit:
             docs = sort_docs(docs, [*sorts, ("id", True)] if page.limit else sorts)
         by_id_only = not sorts
         docs = paginate(docs, page, lambda d: str(d.get("id")), by_id_only and bool(page.limit),
-                        marker_exists)
+                        marker_lookup)
     result: Doc = {spec.name: [select_fields(d, fields) for d in docs]}
     page_links = links(base_url, params, page, [str(d.get("id")) for d in docs])
     if page_links:

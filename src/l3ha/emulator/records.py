@@ -9,8 +9,10 @@ counter goes through a ``World`` method.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import InitVar, dataclass, field
 from datetime import datetime, timedelta
+from typing import Self
 
 L3_AGENT = "L3 agent"
 DHCP_AGENT = "DHCP agent"
@@ -38,6 +40,43 @@ class NetworkRec:
     project_id: str
     created_at: datetime
     az_hints: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Work:
+    """What one agent (L3 or DHCP) is told to set up and is setting up, by object id."""
+
+    queue: deque[str] = field(default_factory=deque)  # RPC-added objects (processed first)
+    sync_queue: deque[str] = field(default_factory=deque)  # full-resync work
+    inflight: dict[str, float] = field(default_factory=dict)  # id -> when it is done
+    generation: int = 0
+
+    def next_up(self, concurrency: int) -> Iterator[str]:
+        """Queued ids to start (the caller puts each in ``inflight`` or skips it)."""
+        while (self.queue or self.sync_queue) and len(self.inflight) < concurrency:
+            object_id = (self.queue or self.sync_queue).popleft()
+            if object_id not in self.inflight:
+                yield object_id
+
+    def completed(self, object_id: str, generation: int, done: float) -> bool:
+        """Whether the completion due at ``done`` counts: not abandoned or restarted since."""
+        if generation != self.generation or self.inflight.get(object_id) != done:
+            return False
+        del self.inflight[object_id]
+        return True
+
+    def resync(self, unprocessed: Iterable[str]) -> None:
+        """A full resync queues the ids not set up that are not queued or in flight."""
+        waiting = {*self.queue, *self.sync_queue, *self.inflight}
+        self.sync_queue.extend(i for i in unprocessed if i not in waiting)
+
+    def abandon(self) -> Self:
+        """Drop the queued and in-flight work (a new generation: late completions are void)."""
+        self.generation += 1
+        self.inflight.clear()
+        self.queue.clear()
+        self.sync_queue.clear()
+        return self
 
 
 @dataclass(slots=True, eq=False)
@@ -71,10 +110,7 @@ class AgentRec:
     # lost the message bus since its last full sync: resyncs on reconnection
     cut_off: bool = False
     slow_factor: float = 1.0
-    generation: int = 0
-    queue: deque[str] = field(default_factory=deque)  # RPC-added routers (processed first)
-    sync_queue: deque[str] = field(default_factory=deque)  # full-resync work
-    inflight: dict[str, float] = field(default_factory=dict)
+    work: Work = field(default_factory=Work)  # routers to set up
     # routers unbound while the agent was cut off: it still runs them (router id -> copy)
     stale: dict[str, Replica] = field(default_factory=dict)
     # the HA state-change batch notifier sleeps until then after a send

@@ -195,8 +195,8 @@ class Emulator:
                        "running": a.running, "stopped": a.stopped, "dataplane_ok": a.dataplane_ok,
                        "admin_state_up": a.admin_state_up, "routers": len(a.routers),
                        "weight": a.weight, "overloaded": a.weight > self.cfg.agent_capacity,
-                       "queued": len(a.queue) + len(a.sync_queue),
-                       "processing": len(a.inflight), "slow_factor": a.slow_factor,
+                       "queued": len(a.work.queue) + len(a.work.sync_queue),
+                       "processing": len(a.work.inflight), "slow_factor": a.slow_factor,
                        "connected": self.sim.can_report(a), "stale_routers": len(a.stale)}
                       for a in self.world.l3_agents()]
             routers = list(self.world.routers.values())

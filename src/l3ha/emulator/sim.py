@@ -157,7 +157,7 @@ class Simulation:
                 self.lifecycle.reconnect(agent)
             agent.heartbeat = self.clock.wall()
             if agent.agent_type == DHCP_AGENT:
-                self.dhcp.reported(agent)
+                self.world.dhcp.reported(agent)
             for router in agent.routers.values():
                 self.vrrp.sync_reported(router)
         self.schedule(self.clock.monotonic() + self.cfg.report_interval, self._heartbeat, agent)
@@ -175,7 +175,7 @@ class Simulation:
             replica.processed, replica.vrrp = copy.processed, copy.vrrp
             replica.synced = copy.synced
         elif self.can_report(agent):
-            (agent.queue if notify else agent.sync_queue).append(router.id)
+            (agent.work.queue if notify else agent.work.sync_queue).append(router.id)
             self.pump(agent)
         self._after_weight_change(agent, overloaded)
         self.refresh(router)
@@ -186,7 +186,7 @@ class Simulation:
         replica = self.world.unbind(router, agent)
         if replica is None:
             return False
-        agent.inflight.pop(router.id, None)
+        agent.work.inflight.pop(router.id, None)
         if replica.processed and agent.running and not self.can_report(agent):
             agent.stale[router.id] = replica
             router.stale[agent.id] = replica
@@ -201,27 +201,22 @@ class Simulation:
         """Start processing queued routers up to the agent's concurrency."""
         if not (agent.running and not agent.stopped and agent.admin_state_up):
             return
-        now = self.clock.monotonic()
-        while ((agent.queue or agent.sync_queue)
-               and len(agent.inflight) < self.cfg.agent_concurrency):
-            queue = agent.queue or agent.sync_queue
-            router = self.world.routers.get(queue.popleft())
-            if router is None or router.id in agent.inflight:
-                continue
-            replica = router.bindings.get(agent.id)
-            if replica is None or replica.processed:
+        now, work = self.clock.monotonic(), agent.work
+        for router_id in work.next_up(self.cfg.agent_concurrency):
+            router = self.world.routers.get(router_id)
+            replica = router.bindings.get(agent.id) if router is not None else None
+            if router is None or replica is None or replica.processed:
                 continue
             ports = len(router.ports) + (1 if router.ha else 0)
             duration = (self.cfg.router_base_time + self.cfg.router_port_time * ports)
             done = now + duration * agent.slow_factor
-            agent.inflight[router.id] = done
+            work.inflight[router.id] = done
             sim_ports.fetched(router, replica)
-            self.schedule(done, self._processed, agent, router.id, agent.generation, done)
+            self.schedule(done, self._processed, agent, router.id, work.generation, done)
 
     def _processed(self, agent: AgentRec, router_id: str, generation: int, done: float) -> None:
-        if generation != agent.generation or agent.inflight.get(router_id) != done:
+        if not agent.work.completed(router_id, generation, done):
             return  # the work was abandoned (unbound, killed, disabled) or restarted since
-        del agent.inflight[router_id]
         router = self.world.routers.get(router_id)
         replica = router.bindings.get(agent.id) if router else None
         if router is not None and replica is not None:
@@ -239,7 +234,7 @@ class Simulation:
         the binding or the agent's work has changed since."""
         agent = replica.agent
         if (router.bindings.get(agent.id) is replica and replica.processed
-                and generation == agent.generation):
+                and generation == agent.work.generation):
             sim_ports.wired(router, replica)
 
     # --- HA and data plane ----------------------------------------------------------

@@ -65,10 +65,8 @@ class AgentLifecycle:
         self.scheduler.full_resync(agent)
         if agent.agent_type == DHCP_AGENT:
             self.dhcp.resync(agent)
-        waiting = {*agent.queue, *agent.sync_queue, *agent.inflight}
-        for router in agent.routers.values():
-            if not router.bindings[agent.id].processed and router.id not in waiting:
-                agent.sync_queue.append(router.id)
+        unprocessed = (r.id for r in agent.routers.values() if not r.bindings[agent.id].processed)
+        agent.work.resync(unprocessed)
         sim.pump(agent)
         for router in agent.routers.values():
             self.vrrp.sync_reported(router)
@@ -84,12 +82,12 @@ class AgentLifecycle:
 
     def _requeue_all(self, agent: AgentRec) -> None:
         """Everything the agent ran is gone: its routers wait for a full resync."""
-        abandon_work(agent)
+        agent.work.abandon()
         for router in agent.routers.values():
             replica = router.bindings[agent.id]
             replica.processed = False
             replica.vrrp = "backup"
-            agent.sync_queue.append(router.id)
+            agent.work.sync_queue.append(router.id)
 
     # --- faults and admin state ---------------------------------------------------------
 
@@ -104,7 +102,7 @@ class AgentLifecycle:
             self.dhcp.killed(agent)
         agent.running = False
         agent.cut_off = False
-        abandon_work(agent)
+        agent.work.abandon()
         self.drop_stale(agent)
         self.sim.refresh_agent(agent)
 
@@ -141,7 +139,7 @@ class AgentLifecycle:
             self.dhcp.stopped(agent)
         agent.stopped = True
         agent.cut_off = True  # it resyncs when it starts
-        abandon_work(agent)
+        agent.work.abandon()
 
     def start_agent(self, agent: AgentRec) -> None:
         """The stopped agent process starts: it reports (a new started_at) and does a full
@@ -163,7 +161,7 @@ class AgentLifecycle:
             return
         self._requeue_all(agent)
         if not up:
-            agent.queue.clear()
+            agent.work.queue.clear()
             for router in agent.routers.values():
                 sim_ports.torn_down(router, agent)
         elif self.sim.can_report(agent):  # agent_updated: a full resync
@@ -197,12 +195,3 @@ class AgentLifecycle:
 
     def slow_agent(self, agent: AgentRec, factor: float) -> None:
         agent.slow_factor = factor
-
-
-def abandon_work(agent: AgentRec) -> None:
-    """Drop the agent's queued and in-flight routers (a new generation: late completions
-    are void)."""
-    agent.generation += 1
-    agent.inflight.clear()
-    agent.queue.clear()
-    agent.sync_queue.clear()

@@ -119,10 +119,9 @@ class DhcpSimulation:
             return
         work = self._work(agent)
         now = self.sim.clock.monotonic()
-        while (work.queue or work.sync_queue) and len(work.inflight) < self.cfg.dhcp_concurrency:
-            net_id = (work.queue or work.sync_queue).popleft()
+        for net_id in work.next_up(self.cfg.dhcp_concurrency):
             binding = self.tables.networks_of(agent).get(net_id)
-            if binding is None or binding.processed or net_id in work.inflight:
+            if binding is None or binding.processed:
                 continue
             done = now + self.cfg.dhcp_network_time * agent.slow_factor
             work.inflight[net_id] = done
@@ -162,9 +161,8 @@ class DhcpSimulation:
 
     def _processed(self, agent: AgentRec, net_id: str, generation: int, done: float) -> None:
         work = self.tables.work.get(agent.id)
-        if work is None or generation != work.generation or work.inflight.get(net_id) != done:
+        if work is None or not work.completed(net_id, generation, done):
             return  # abandoned (removed, killed, disabled) or restarted since
-        del work.inflight[net_id]
         binding = self.tables.networks_of(agent).get(net_id)
         if binding is not None:
             binding.processed = True
@@ -189,12 +187,6 @@ class DhcpSimulation:
 
     # --- agent life cycle ------------------------------------------------------------
 
-    def reported(self, agent: AgentRec) -> None:
-        """A state report reached the server: its configurations and load."""
-        work = self._work(agent)
-        work.reported = self.tables.report(agent)
-        work.load = work.reported["networks"]
-
     def killed(self, agent: AgentRec) -> None:
         """The node died: dnsmasq and the agent's cache are gone; ports stay as they were."""
         work = self._work(agent).abandon()
@@ -210,7 +202,7 @@ class DhcpSimulation:
     def resync(self, agent: AgentRec) -> None:
         """The agent is back on the bus: it reports, then ``sync_state``: auto-schedule,
         drop stale copies and set every binding up."""
-        self.reported(agent)
+        self.tables.reported(agent)
         self.resyncs += 1
         work = self._work(agent)
         if not agent.admin_state_up:
@@ -223,10 +215,7 @@ class DhcpSimulation:
             if network is not None:
                 self._disable(agent, network, self.tables.reserved_port(network, agent.host))
         work.stale.clear()
-        waiting = {*work.queue, *work.sync_queue, *work.inflight}
-        for net_id, binding in self.tables.networks_of(agent).items():
-            if not binding.processed and net_id not in waiting:
-                work.sync_queue.append(net_id)
+        work.resync(n for n, b in self.tables.networks_of(agent).items() if not b.processed)
         self._pump(agent)
 
     def _disable_all(self, agent: AgentRec) -> None:

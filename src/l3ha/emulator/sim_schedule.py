@@ -26,6 +26,8 @@ modelled:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from l3ha.emulator.records import AgentRec, RouterRec
 from l3ha.emulator.sim_core import SimCore
 
@@ -80,12 +82,16 @@ class RouterScheduler:
         """``schedule_routers`` on an update: an unhosted router goes to the least loaded."""
         if router.bindings:
             return []
-        now = self.sim.clock.wall()
-        candidates = [a for a in self.sim.world.l3_agents()
-                      if can_host(a, router) and a.admin_state_up and self.sim.is_alive(a, now)]
-        candidates.sort(key=lambda a: (len(a.routers), a.index))
+        candidates = self.least_loaded(lambda a: can_host(a, router))
         chosen = candidates[:self.cfg.max_l3_agents_per_router] if router.ha else candidates[:1]
         for agent in chosen:
             self.sim.bind(router, agent)
         self.bound += len(chosen)
         return chosen
+
+    def least_loaded(self, fits: Callable[[AgentRec], bool]) -> list[AgentRec]:
+        """The live, enabled L3 agents ``fits`` accepts, the fewest routers first."""
+        now = self.sim.clock.wall()
+        candidates = [a for a in self.sim.world.l3_agents()
+                      if fits(a) and a.admin_state_up and self.sim.is_alive(a, now)]
+        return sorted(candidates, key=lambda a: (len(a.routers), a.index))
