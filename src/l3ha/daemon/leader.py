@@ -304,12 +304,6 @@ class Leadership:
                 self._coordinator = None
             self._cleanup_discarded()
 
-    def __enter__(self) -> Leadership:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     # --- internals ------------------------------------------------------
 
     def _ensure_coordinator(self) -> Any:

@@ -78,8 +78,7 @@ def log_move(
     agents' ids and hosts, the outcome; its times: ``write_seconds`` (its writes, read
     back), ``seconds`` (until it finished), and since the run started ``written_after``
     and ``finished_after``."""
-    planned = move.move
-    object_id = getattr(planned, f"{field}_id")
+    planned, object_id = move.move, move.object_id
     found = getattr(snapshot, f"{field}s_by_id").get(object_id)
     hosts = host_names(snapshot)
     event(
@@ -129,7 +128,7 @@ class _Kind:
         return self.world
 
     def placements(self) -> dict[str, int]:
-        world = self.world
+        world = self.current()
         return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
 
     def second_channel(
@@ -159,10 +158,14 @@ class _Kind:
         self.full_resync = max(1, settings.full_resync)
         self.auto_rebalance = settings.auto_rebalance
 
-    def _ctx_args(self, args: RunArgs) -> dict[str, Any]:
-        """An operation context's handles (after its cloud)."""
+    def _ctx_args(self, args: RunArgs, observer: Any) -> dict[str, Any]:
+        """An operation context's handles (after its cloud); ``observer``: how it reads."""
         return {"journal": self.journal, "clock": self.clock, "notify": args.notify,
-                "should_stop": args.should_stop}  # fmt: skip
+                "should_stop": args.should_stop, "observer": observer}  # fmt: skip
+
+    def _judged(self, verdict_of: Mapping[str, Verdict]) -> Callable[[], Any]:
+        """The world read afresh as l3ha judges it."""
+        return lambda: overlay(self.read_world(), verdict_of)
 
     @staticmethod
     def _request_args(decision: Decision, budget: int, args: RunArgs) -> dict[str, Any]:
@@ -195,11 +198,8 @@ class RouterKind(_Kind):
     def current(self) -> Snapshot | None:
         return self.cache.snapshot
 
-    def placements(self) -> dict[str, int]:
-        snapshot = self.cache.snapshot
-        if snapshot is None:
-            return {}
-        return {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
+    def count(self, world: Snapshot, agent_id: str) -> int:
+        return len(world.bindings_of_agent(agent_id))
 
     def second_channel(
         self, world: Snapshot, judged: dict[str, Verdict], confirmable: Sequence[str]
@@ -235,10 +235,10 @@ class RouterKind(_Kind):
         self.confirms = settings.dataplane_confirms
 
     def _context(self, args: RunArgs, verdict_of: Mapping[str, Verdict] | None) -> OperationContext:
-        ctx = OperationContext(self.cloud, **self._ctx_args(args))
+        observer = None
         if verdict_of is not None:
-            ctx = replace(ctx, observer=lambda ha: self._judged_world(ha, verdict_of))
-        return ctx
+            observer = lambda ha: self._judged_world(ha, verdict_of)  # noqa: E731
+        return OperationContext(self.cloud, **self._ctx_args(args, observer))
 
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
@@ -321,9 +321,8 @@ class DhcpKind(_Kind):
             agents_per_network=self.agents_per_network,
             **self._request_args(decision, budget, args),
         )
-        judged = lambda: overlay(self.cloud.read_dhcp_snapshot(), verdict_of)  # noqa: E731
-        return run_dhcp_action(DhcpContext(self.cloud, **self._ctx_args(args), observer=judged),
-                               request)  # fmt: skip
+        ctx = DhcpContext(self.cloud, **self._ctx_args(args, self._judged(verdict_of)))
+        return run_dhcp_action(ctx, request)
 
 
 class GatewayKind(_Kind):
@@ -378,8 +377,7 @@ class GatewayKind(_Kind):
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
     ) -> Result:
-        judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
-        ctx = GatewayContext(self.ovn, **self._ctx_args(args), observer=judged)
+        ctx = GatewayContext(self.ovn, **self._ctx_args(args, self._judged(verdict_of)))
         if decision.action is Action.REBALANCE:
             return rebalance(ctx, self._rebalance_request(decision, budget, args))
         request = GatewayRequest(
