@@ -320,12 +320,11 @@ def verdicts(
 ) -> dict[str, Verdict]:
     """The verdict for every agent in ``agents`` that has been observed."""
     counts = routers_per_agent or {}
-    result: dict[str, Verdict] = {}
-    for agent in agents:
-        track = state.tracks.get(agent.id)
-        if track is not None:
-            result[agent.id] = _verdict(agent, track, now, policy, counts.get(agent.id, 0))
-    return result
+    return {
+        a.id: _verdict(a, state.tracks[a.id], now, policy, counts.get(a.id, 0))
+        for a in agents
+        if a.id in state.tracks
+    }
 
 
 def _verdict(
@@ -383,10 +382,7 @@ def confirm_dead(
 
 def summarize(verdict_of: Mapping[str, Verdict]) -> dict[str, int]:
     """How many agents have each verdict; every verdict is present (for metrics)."""
-    counts = {v.value: 0 for v in Verdict}
-    for v in verdict_of.values():
-        counts[v.value] += 1
-    return counts
+    return {v.value: sum(1 for x in verdict_of.values() if x is v) for v in Verdict}
 
 
 # --- gates ---------------------------------------------------------------------------

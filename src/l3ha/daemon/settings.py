@@ -215,24 +215,13 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("watch options (also settable in the config file)")
     for _section, opt, metavar in _SPECS:
-        help_text = f"{opt.help} (default: {_flag_default(opt)})"
+        help_text = f"{opt.help} (default: {_flag_default(opt)})".replace("%", "%%")
+        shape: dict[str, Any] = {"metavar": metavar}
+        if isinstance(opt, cfg.BoolOpt):
+            shape = {"action": argparse.BooleanOptionalAction}
         try:
-            if isinstance(opt, cfg.BoolOpt):
-                group.add_argument(
-                    flag_name(opt),
-                    dest=opt.dest,
-                    action=argparse.BooleanOptionalAction,
-                    default=argparse.SUPPRESS,
-                    help=help_text,
-                )
-            else:
-                group.add_argument(
-                    flag_name(opt),
-                    dest=opt.dest,
-                    default=argparse.SUPPRESS,
-                    metavar=metavar,
-                    help=help_text.replace("%", "%%"),
-                )
+            name, dest = flag_name(opt), opt.dest
+            group.add_argument(name, dest=dest, default=argparse.SUPPRESS, help=help_text, **shape)
         except argparse.ArgumentError:
             continue  # the caller defined this flag already
 

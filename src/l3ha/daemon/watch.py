@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -99,9 +99,9 @@ class Watcher:
             if parts.ovn is None
             else GatewayKind(parts.ovn, *handles, parts.min_chassis, self.weights)
         )
-        self.main: KindWatch[Any] = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
-        self.dhcp: KindWatch[Any] | None = None
-        self._dhcp_last: tuple[View[Any], Acted] | None = None  # for the status file
+        self.main: KindWatch = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
+        self.dhcp: KindWatch | None = None
+        self._dhcp_last: tuple[View, Acted] | None = None  # for the status file
         self._last_status: dict[str, object] | None = None  # the status file's last document
         self._configure(parts.settings)
 
@@ -199,8 +199,8 @@ class Watcher:
         self._after_cycle(view, acted, seconds)
 
     def _watch(
-        self, half: KindWatch[Any], leader: bool, now: float, main: View[Any] | None = None
-    ) -> tuple[View[Any], Acted]:
+        self, half: KindWatch, leader: bool, now: float, main: View | None = None
+    ) -> tuple[View, Acted]:
         """One kind's half of a cycle from ``now``: look, report (its halts journalled if the
         kind says so) and, when leading and nothing halts it or the ``main`` kind, act (the
         DHCP half: the budget the main kind left)."""
@@ -237,8 +237,13 @@ class Watcher:
 
     def _take_over(self) -> None:
         """Newly leading: read everything, finish what an earlier leader left open."""
-        event("leading", member=getattr(self.parts.leadership, "member_id", "local"))
+        event("leading", member=self._member)
         self.kind.take_over(self._run_args())
+
+    @property
+    def _member(self) -> str:
+        """This instance's member id ("local" without leader election)."""
+        return self.parts.leadership.member_id if self.parts.leadership else "local"
 
     def _may_act(self) -> bool:
         if self.stopping.is_set():
@@ -262,7 +267,7 @@ class Watcher:
     def _run_args(self) -> RunArgs:
         return RunArgs(self._exec(), should_stop=lambda: not self._may_act())
 
-    def _act(self, half: KindWatch[Any], view: View[Any], main: View[Any]) -> Acted:
+    def _act(self, half: KindWatch, view: View, main: View) -> Acted:
         """One kind's decisions within what the shared budget allows now (its disrupted
         rate judged from the main kind's verdicts)."""
         disrupted = sum(1 for v in main.verdicts.values() if v in _DISRUPTED)
@@ -273,7 +278,7 @@ class Watcher:
 
     # --- reporting --------------------------------------------------------
 
-    def _after_cycle(self, view: View[Any], acted: Acted, seconds: float) -> None:
+    def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
         metrics = self.parts.metrics
         if metrics is not None:
             self._export(metrics, view, acted, seconds)
@@ -284,10 +289,10 @@ class Watcher:
             event("ready", agents=len(view.hosts_of), routers=len(view.world.routers))
         self.parts.notifier.watchdog()
 
-    def _write_status(self, view: View[Any]) -> None:
+    def _write_status(self, view: View) -> None:
         leadership = self.parts.leadership
         document = status_document(
-            member=leadership.member_id if leadership else "local",
+            member=self._member,
             leader=leadership.is_leader if leadership else True,
             updated=time.time(),
             interval=self.settings.interval,
@@ -301,9 +306,11 @@ class Watcher:
         _save_status(self.settings.state_dir, document)
 
     def _write_stopped(self) -> None:
-        member = self.parts.leadership.member_id if self.parts.leadership else "local"
         document = stopped_document(
-            self._last_status, member=member, stopped=time.time(), interval=self.settings.interval
+            self._last_status,
+            member=self._member,
+            stopped=time.time(),
+            interval=self.settings.interval,
         )
         _save_status(self.settings.state_dir, document)
 
@@ -314,7 +321,7 @@ class Watcher:
         error = view.error or (acted.errors[-1][1] if acted.errors else "")
         return dhcp_status(view.halts, summarize(view.verdicts), error)
 
-    def _export(self, metrics: WatchMetrics, view: View[Any], acted: Acted, seconds: float) -> None:
+    def _export(self, metrics: WatchMetrics, view: View, acted: Acted, seconds: float) -> None:
         metrics.cycle.observe(seconds)
         halt = view.halts[0] if view.halts else None
         metrics.set_gate(halt is not None, halt.reason.value if halt else "")
