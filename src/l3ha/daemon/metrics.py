@@ -145,7 +145,7 @@ class WatchMetrics:
         self.set_gate(False, "")
         self.leader.set(0)
         self.unhosted.set(0)
-        self.set_partitioned(0)
+        self.set_partitioned(())
 
     def set_agents_by_verdict(self, counts: Mapping[str, int]) -> None:
         """Agents per verdict; verdicts missing from ``counts`` are 0."""
@@ -195,12 +195,9 @@ class WatchMetrics:
             for known in self._reasons:
                 self.gate_reason.labels(reason=known).set(1 if halted and known == reason else 0)
 
-    def set_partitioned(self, hosts: Iterable[str] | int) -> None:
-        """Partitioned agents: their hosts (exported per host and counted), or just a count."""
+    def set_partitioned(self, hosts: Iterable[str]) -> None:
+        """Partitioned agents: their hosts (exported per host and counted)."""
         with self._lock:
-            if isinstance(hosts, int):
-                self.partitioned_agents.set(hosts)
-                return
             current = set(hosts)
             for host in self._partitioned_hosts - current:
                 self.agent_partitioned.remove(host)

@@ -85,7 +85,7 @@ class RouterKind(WatchedKind):
         self.prober: Prober = probe_gateways
 
     def read_agents(self) -> list[Agent]:
-        return self.cache.read_agents()
+        return self.cloud.list_agents()
 
     def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Snapshot:
         return self.cache.refresh(agents, changed)
