@@ -253,19 +253,17 @@ class Watcher:
 
     # --- acting -----------------------------------------------------------
 
-    def _exec(self) -> ExecutorOptions:
-        s = self.settings
-        return ExecutorOptions(
-            concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
-        )
-
     def weights(self) -> WeightPolicy:
         """The router weights now (measured ones refreshed when their interval is up)."""
         weigher = self.parts.weigher
         return weigher.policy() if weigher is not None else self.parts.weights
 
     def _run_args(self) -> RunArgs:
-        return RunArgs(self._exec(), should_stop=lambda: not self._may_act())
+        s = self.settings
+        options = ExecutorOptions(
+            concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
+        )
+        return RunArgs(options, should_stop=lambda: not self._may_act())
 
     def _act(self, half: KindWatch, view: View, main: View) -> Acted:
         """One kind's decisions within what the shared budget allows now (its disrupted
