@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
-from l3ha.model import Snapshot
+from l3ha.hastate.audit import Finding, Severity, audit_ha_routers
+from l3ha.model import Snapshot, group_by
 from l3ha.weights import WeightPolicy
 
 ALL_CLEAR = "all routers hosted on live agents, HA routers healthy, load balanced"
@@ -177,17 +177,14 @@ def _unhosted(snapshot: Snapshot) -> list[Problem]:
 
 
 def _ha_problems(findings: list[Finding]) -> list[Problem]:
-    by_kind: dict[FindingKind, list[Finding]] = {}
-    for finding in findings:
-        by_kind.setdefault(finding.kind, []).append(finding)
     return [
         Problem(
             group[0].severity,
-            f"ha_{kind.value}",
-            f"{len(group)} HA router(s): {kind.value.replace('_', ' ')}",
+            f"ha_{kind}",
+            f"{len(group)} HA router(s): {kind.replace('_', ' ')}",
             tuple(f.router_id for f in group),
         )
-        for kind, group in sorted(by_kind.items())
+        for kind, group in sorted(group_by(findings, lambda f: f.kind).items())
     ]
 
 

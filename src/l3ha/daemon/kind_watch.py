@@ -123,15 +123,12 @@ class WatchedKind:
 
     def placements(self) -> dict[str, int]:
         world = self.current()
-        return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
+        return {} if world is None else {a: self.count(world, a) for a in host_names(world)}
 
     def second_channel(
         self, world: Any, judged: dict[str, Verdict], confirmable: Sequence[str]
     ) -> dict[str, Verdict]:
         return judged
-
-    def hosts(self, world: Any) -> dict[str, str]:
-        return host_names(world)
 
     def log_moves(self, decision: Decision, result: Result) -> None:
         for executed in result.executed:
@@ -247,7 +244,7 @@ class KindWatch:
         if stale and self.kind.names.slow_read_halts:
             halts.append(stale)
         dead = {a.id: a.heartbeat_timestamp for a in agents if judged.get(a.id) is Verdict.DEAD}
-        hosts = self.kind.hosts(world)
+        hosts = host_names(world)
         return View(world, judged, tuple(halts), read_seconds, hosts_of=hosts, judged_dead=dead)
 
     def _failed(self, seconds: float, error: str) -> View:
@@ -326,5 +323,5 @@ class KindWatch:
 
     def _about(self, decision: Decision) -> dict[str, object]:
         """An action event's fields: the action, its agent's id and host."""
-        hosts = self.kind.hosts(self.kind.current())
+        hosts = host_names(self.kind.current())
         return {"action": decision.action.value, **named("agent", decision.agent, hosts)}
