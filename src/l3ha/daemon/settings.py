@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -375,11 +375,6 @@ def _coordination(url: str) -> str:
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
-
-
-def option_names() -> Iterable[str]:
-    """Every option's name (the WatchSettings field it fills)."""
-    return (opt.dest for _, opt, _ in _SPECS)
 
 
 _SAMPLE_HEADER = """\
