@@ -169,11 +169,8 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
 
 
 def _unhosted(snapshot: Snapshot) -> list[Problem]:
-    unhosted = snapshot.unhosted_routers()
-    if not unhosted:
-        return []
-    ids = [r.id for r in unhosted]
-    return [about(Severity.CRITICAL, "unhosted", ids, "have no agent")]
+    ids = [r.id for r in snapshot.unhosted_routers()]
+    return [about(Severity.CRITICAL, "unhosted", ids, "have no agent")] if ids else []
 
 
 def _ha_problems(findings: list[Finding]) -> list[Problem]:
