@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from l3ha.hastate.audit import Finding, FindingKind, Severity, audit_ha_routers
-from l3ha.model import Snapshot
+from l3ha.hastate.audit import Finding, Severity, audit_ha_routers
+from l3ha.model import Snapshot, group_by
 from l3ha.weights import WeightPolicy
 
 ALL_CLEAR = "all routers hosted on live agents, HA routers healthy, load balanced"
@@ -169,25 +169,19 @@ def _dead_agents(snapshot: Snapshot) -> list[Problem]:
 
 
 def _unhosted(snapshot: Snapshot) -> list[Problem]:
-    unhosted = snapshot.unhosted_routers()
-    if not unhosted:
-        return []
-    ids = [r.id for r in unhosted]
-    return [about(Severity.CRITICAL, "unhosted", ids, "have no agent")]
+    ids = [r.id for r in snapshot.unhosted_routers()]
+    return [about(Severity.CRITICAL, "unhosted", ids, "have no agent")] if ids else []
 
 
 def _ha_problems(findings: list[Finding]) -> list[Problem]:
-    by_kind: dict[FindingKind, list[Finding]] = {}
-    for finding in findings:
-        by_kind.setdefault(finding.kind, []).append(finding)
     return [
         Problem(
             group[0].severity,
-            f"ha_{kind.value}",
-            f"{len(group)} HA router(s): {kind.value.replace('_', ' ')}",
+            f"ha_{kind}",
+            f"{len(group)} HA router(s): {kind.replace('_', ' ')}",
             tuple(f.router_id for f in group),
         )
-        for kind, group in sorted(by_kind.items())
+        for kind, group in sorted(group_by(findings, lambda f: f.kind).items())
     ]
 
 

@@ -320,12 +320,11 @@ def verdicts(
 ) -> dict[str, Verdict]:
     """The verdict for every agent in ``agents`` that has been observed."""
     counts = routers_per_agent or {}
-    result: dict[str, Verdict] = {}
-    for agent in agents:
-        track = state.tracks.get(agent.id)
-        if track is not None:
-            result[agent.id] = _verdict(agent, track, now, policy, counts.get(agent.id, 0))
-    return result
+    return {
+        a.id: _verdict(a, state.tracks[a.id], now, policy, counts.get(a.id, 0))
+        for a in agents
+        if a.id in state.tracks
+    }
 
 
 def _verdict(
@@ -383,10 +382,7 @@ def confirm_dead(
 
 def summarize(verdict_of: Mapping[str, Verdict]) -> dict[str, int]:
     """How many agents have each verdict; every verdict is present (for metrics)."""
-    counts = {v.value: 0 for v in Verdict}
-    for v in verdict_of.values():
-        counts[v.value] += 1
-    return counts
+    return {v.value: sum(1 for x in verdict_of.values() if x is v) for v in Verdict}
 
 
 # --- gates ---------------------------------------------------------------------------
@@ -430,18 +426,14 @@ def _broad_halt(
     if outage.since is None and not broad_now:
         return None
     evidence = {"dead_agents": late, "judged_agents": len(members), "since": outage.since}
-    if zone is None:
-        return Halt(
-            HaltReason.CONTROL_PLANE_SUSPECT,
-            f"{len(late)} of {len(members)} agents missed heartbeats at once: suspect the "
-            "control plane (message bus, database), not the agents; not moving routers",
-            evidence,
-        )
+    where, suspect = "", "control plane (message bus, database)"
+    if zone is not None:
+        where, suspect = f" in availability zone {zone}", "zone's network or message bus"
     return Halt(
-        HaltReason.AZ_OUTAGE,
-        f"{len(late)} of {len(members)} agents in availability zone {zone} missed heartbeats "
-        "at once: suspect the zone's network or message bus, not the agents; not moving routers",
-        {"zone": zone, **evidence},
+        HaltReason.CONTROL_PLANE_SUSPECT if zone is None else HaltReason.AZ_OUTAGE,
+        f"{len(late)} of {len(members)} agents{where} missed heartbeats at once: suspect the "
+        f"{suspect}, not the agents; not moving routers",
+        evidence if zone is None else {"zone": zone, **evidence},
     )
 
 

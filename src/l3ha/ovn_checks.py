@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from l3ha.checks import CheckResult, Problem, about
+from l3ha.checks import CheckResult, Problem, about, worst
 from l3ha.hastate.audit import Severity
 from l3ha.ovn_model import GatewayPort, OvnSnapshot
 
@@ -56,20 +56,19 @@ def check_gateways(
     unbound = sorted({p.router_id for p in ports if p.unbound})
     if unbound:
         words = "whose gateway port Neutron failed to bind (binding_failed or no host)"
-        problems.append(_about(Severity.WARNING, "gateway_unbound", words, unbound))
-    severity = max((p.severity for p in problems), default=Severity.OK)
+        problems.append(about(Severity.WARNING, "gateway_unbound", unbound, words))
     perf = {
         "chassis": len(world.chassis),
         "dead_chassis": len(world.chassis) - len(live),
         "routers": len(world.routers),
         "unbound_gateway_ports": sum(1 for p in ports if p.unbound),
     }
-    return CheckResult(severity, tuple(problems), perf)
+    return CheckResult(worst(problems), tuple(problems), perf)
 
 
 def _groups(world: OvnSnapshot, wanted: int) -> list[Problem]:
     dark, short, failback = [], [], []
-    for router in world.routers:
+    for router in sorted(world.routers, key=lambda r: r.id):
         group = world.group(router.id)
         alive = world.live_chassis(router.id)
         if not alive:
@@ -81,19 +80,15 @@ def _groups(world: OvnSnapshot, wanted: int) -> list[Problem]:
     problems = []
     if dark:
         problems.append(
-            _about(Severity.CRITICAL, "no_live_chassis", "with no live gateway chassis", dark)
+            about(Severity.CRITICAL, "no_live_chassis", dark, "with no live gateway chassis")
         )
     if short:
         words = f"with fewer than {wanted} live gateway chassis"
-        problems.append(_about(Severity.WARNING, "few_chassis", words, short))
+        problems.append(about(Severity.WARNING, "few_chassis", short, words))
     if failback:
         words = "whose highest-priority chassis is dead (it will fail them back: evacuate it)"
-        problems.append(_about(Severity.WARNING, "failback_pending", words, failback))
+        problems.append(about(Severity.WARNING, "failback_pending", failback, words))
     return problems
-
-
-def _about(severity: Severity, kind: str, words: str, routers: list[str]) -> Problem:
-    return about(severity, kind, sorted(routers), words)
 
 
 def _imbalance(world: OvnSnapshot, threshold_pct: int) -> list[Problem]:

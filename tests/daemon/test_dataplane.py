@@ -19,13 +19,13 @@ import pytest
 from tests.daemon.norights import needs_root_tools, run_without_raw_sockets
 
 from l3ha.daemon.dataplane import (
-    ProbeKind,
     ProbeSpec,
     ensure_probe_possible,
     parse_probe_spec,
     probe_gateways,
 )
 from l3ha.errors import BadInputError
+from l3ha.probe.targets import TargetKind
 
 
 class Loopback:
@@ -82,11 +82,11 @@ def tcp(where: Loopback) -> ProbeSpec:
 @pytest.mark.parametrize(
     ("text", "spec"),
     [
-        ("tcp:9697", ProbeSpec(ProbeKind.TCP, 9697)),
-        (" TCP:1 ", ProbeSpec(ProbeKind.TCP, 1)),
-        ("tcp:65535", ProbeSpec(ProbeKind.TCP, 65535)),
-        ("icmp", ProbeSpec(ProbeKind.ICMP)),
-        ("ICMP", ProbeSpec(ProbeKind.ICMP)),
+        ("tcp:9697", ProbeSpec(TargetKind.TCP, 9697)),
+        (" TCP:1 ", ProbeSpec(TargetKind.TCP, 1)),
+        ("tcp:65535", ProbeSpec(TargetKind.TCP, 65535)),
+        ("icmp", ProbeSpec(TargetKind.ICMP)),
+        ("ICMP", ProbeSpec(TargetKind.ICMP)),
     ],
 )
 def test_probe_spec_parses_and_prints_back(text: str, spec: ProbeSpec) -> None:
@@ -167,18 +167,18 @@ def test_works_from_inside_a_running_event_loop(loopback: Loopback) -> None:
 
 
 def test_no_addresses_no_probe() -> None:
-    assert probe_gateways(ProbeSpec(ProbeKind.TCP, 1), []) == []
+    assert probe_gateways(ProbeSpec(TargetKind.TCP, 1), []) == []
 
 
 @pytest.mark.parametrize("address", ["gw.example", "127.0.0.256", "", "10.0.0.1:80"])
 def test_address_that_is_not_an_ip_is_refused_without_resolving(address: str) -> None:
     with pytest.raises(BadInputError, match="not an IP address"):
-        probe_gateways(ProbeSpec(ProbeKind.TCP, 1), [address])
+        probe_gateways(ProbeSpec(TargetKind.TCP, 1), [address])
 
 
 def test_one_string_instead_of_a_list_is_refused() -> None:
     with pytest.raises(BadInputError, match="not one string"):
-        probe_gateways(ProbeSpec(ProbeKind.TCP, 1), "127.0.0.1")
+        probe_gateways(ProbeSpec(TargetKind.TCP, 1), "127.0.0.1")
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_one_string_instead_of_a_list_is_refused() -> None:
 )
 def test_bad_bounds_are_bad_input(bounds: dict[str, float]) -> None:
     with pytest.raises(BadInputError):
-        probe_gateways(ProbeSpec(ProbeKind.TCP, 1), ["127.0.0.1"], **bounds)  # type: ignore[arg-type]
+        probe_gateways(ProbeSpec(TargetKind.TCP, 1), ["127.0.0.1"], **bounds)  # type: ignore[arg-type]
 
 
 # --- ICMP ----------------------------------------------------------------------------

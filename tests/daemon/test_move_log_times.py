@@ -17,8 +17,7 @@ import pytest
 from tests.executor.emulator_env import Env, start_env
 
 from l3ha.daemon.decide import Decision
-from l3ha.daemon.logevents import JsonFormatter
-from l3ha.daemon.watch_kinds import log_move
+from l3ha.daemon.logevents import JsonFormatter, log_move
 from l3ha.executor import MoveOutcome, MoveResult
 from l3ha.model import Agent, Move, MoveKind, Router, Snapshot
 from l3ha.operations import Action

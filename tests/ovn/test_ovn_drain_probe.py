@@ -22,13 +22,14 @@ from l3ha.cli.main import main
 from l3ha.clock import SystemClock
 from l3ha.cloud.adapter import connect
 from l3ha.cloud.ovn import NeutronOvn
-from l3ha.daemon.dataplane import ProbeKind, ProbeSpec, probe_gateways
+from l3ha.daemon.dataplane import ProbeSpec, probe_gateways
 from l3ha.emulator import CLOUD_NAME, Emulator
 from l3ha.emulator.ovn_world import Outage
 from l3ha.emulator.testing import FAST, Clocking, emulated_cloud
 from l3ha.executor import ExecutorOptions
 from l3ha.journal import Journal
 from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
+from l3ha.probe.targets import TargetKind
 
 ROUTERS = 9
 OVN: dict[str, Any] = {
@@ -101,7 +102,7 @@ def test_a_move_holds_its_target_until_the_router_answers(
     the last answers again, so no two outages on one target overlap."""
     victims = primaries_of(emulator, "gw-1")
     before = outage_counts(emulator)
-    spec = ProbeSpec(ProbeKind.TCP, port_of(emulator))
+    spec = ProbeSpec(TargetKind.TCP, port_of(emulator))
     options = ExecutorOptions(per_target_inflight=1, concurrency=8)
     request = GatewayRequest(
         GatewayAction.DRAIN, "gw-1", execution=options, probe=lambda a: probe_gateways(spec, a)

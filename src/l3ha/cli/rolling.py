@@ -281,13 +281,12 @@ def _gateway_cloud(args: argparse.Namespace, cloud: Any) -> Any:
 
 def _router_probe(spec: str | None) -> Any:
     """``--probe-routers tcp:PORT|icmp`` as (target kind, port), or None."""
-    from l3ha.daemon.dataplane import ProbeKind, parse_probe_spec
-    from l3ha.probe.targets import TargetKind
+    from l3ha.daemon.dataplane import parse_probe_spec
 
     if not spec:
         return None
     parsed = parse_probe_spec(spec)
-    return (TargetKind.TCP if parsed.kind is ProbeKind.TCP else TargetKind.ICMP, parsed.port)
+    return (parsed.kind, parsed.port)
 
 
 def _finish(args: argparse.Namespace, report: RollingReport) -> int:

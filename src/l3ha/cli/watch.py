@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.daemon.leader import Leadership, default_member_id
     from l3ha.daemon.logevents import configure, event
-    from l3ha.daemon.metrics import WatchMetrics
+    from l3ha.daemon.metrics import WatchMetrics, start_metrics_server
     from l3ha.daemon.preflight import check_can_act
     from l3ha.daemon.settings import load_settings
     from l3ha.daemon.watch import Parts, Watcher
@@ -80,7 +80,9 @@ def _run(args: argparse.Namespace) -> int:
     leadership = Leadership(settings.coordination, member, clock)
     leadership.connect()  # an unreachable coordination service is a one-line error
     metrics = WatchMetrics(member) if settings.metrics_port else None
-    server = metrics.serve(settings.metrics_port, settings.metrics_host) if metrics else None
+    server = None
+    if metrics is not None:
+        server = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics=metrics)
     if server is not None:
         event("metrics", url=server.url)
     try:

@@ -38,7 +38,6 @@ import socket
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TypeVar
 
 from l3ha.errors import BadInputError
@@ -50,41 +49,34 @@ _TCP_SPEC = re.compile(r"tcp:(\d{1,5})")
 _T = TypeVar("_T")
 
 
-class ProbeKind(StrEnum):
-    """How a gateway address is probed."""
-
-    TCP = "tcp"
-    ICMP = "icmp"
-
-
 @dataclass(frozen=True, slots=True)
 class ProbeSpec:
     """A parsed ``--dataplane-probe`` value; ``port`` is set for TCP only."""
 
-    kind: ProbeKind
+    kind: TargetKind  # TCP or ICMP
     port: int = 0
 
     def __str__(self) -> str:
-        return f"tcp:{self.port}" if self.kind is ProbeKind.TCP else "icmp"
+        return f"tcp:{self.port}" if self.kind is TargetKind.TCP else "icmp"
 
 
 def parse_probe_spec(text: str) -> ProbeSpec:
     """``tcp:PORT`` (1-65535) or ``icmp``; anything else is a one-line BadInputError."""
     spec = text.strip().lower()
     if spec == "icmp":
-        return ProbeSpec(ProbeKind.ICMP)
+        return ProbeSpec(TargetKind.ICMP)
     match = _TCP_SPEC.fullmatch(spec)
     if match is None:
         raise BadInputError(f"data-plane probe {text!r} is not 'tcp:PORT' or 'icmp'")
     port = int(match.group(1))
     if not 0 < port < 65536:
         raise BadInputError(f"data-plane probe {text!r}: port {port} is out of range 1-65535")
-    return ProbeSpec(ProbeKind.TCP, port)
+    return ProbeSpec(TargetKind.TCP, port)
 
 
 def ensure_probe_possible(spec: ProbeSpec) -> None:
     """Fail at start-up, with BadInputError, when this process cannot send the probe."""
-    if spec.kind is ProbeKind.ICMP:
+    if spec.kind is TargetKind.ICMP:
         _run(_open_icmp_sockets())
 
 
@@ -155,7 +147,7 @@ def _run(coroutine: Coroutine[object, object, _T]) -> _T:
 async def _probe_all(
     spec: ProbeSpec, addresses: list[str], timeout: float, deadline: float, concurrency: int
 ) -> set[str]:
-    icmp = IcmpEngine() if spec.kind is ProbeKind.ICMP else None
+    icmp = IcmpEngine() if spec.kind is TargetKind.ICMP else None
     try:
         attempts = {a: _attempt(spec, a, icmp) for a in addresses}
         slots = asyncio.Semaphore(concurrency)
@@ -171,9 +163,8 @@ async def _probe_all(
 
 
 def _attempt(spec: ProbeSpec, address: str, icmp: IcmpEngine | None) -> Attempt:
-    if icmp is not None:
-        return icmp.attempt(Target(TargetKind.ICMP, address, address))
-    return tcp_attempt(Target(TargetKind.TCP, address, address, spec.port))
+    target = Target(spec.kind, address, address, spec.port)
+    return icmp.attempt(target) if icmp is not None else tcp_attempt(target)
 
 
 async def _answers(

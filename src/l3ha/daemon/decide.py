@@ -83,9 +83,7 @@ def decide(
     repair = _repair_reason(snapshot, verdict_of)
     if repair:
         decisions.append(Decision(Action.REPAIR, repair))
-    if auto_rebalance and not decisions and _all_settled(verdict_of):
-        decisions.append(Decision(Action.REBALANCE, "auto-rebalance: every agent is alive"))
-    return decisions
+    return _or_rebalance(decisions, verdict_of, auto_rebalance, "agent")
 
 
 def _repair_reason(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> str:
@@ -100,8 +98,15 @@ def _repair_reason(snapshot: Snapshot, verdict_of: Mapping[str, Verdict]) -> str
     return ""
 
 
-def _all_settled(verdict_of: Mapping[str, Verdict]) -> bool:
-    return all(v in (Verdict.ALIVE, Verdict.DISABLED) for v in verdict_of.values())
+def _or_rebalance(
+    decisions: list[Decision], verdict_of: Mapping[str, Verdict], wanted: bool, agent_words: str
+) -> list[Decision]:
+    """``decisions``; when there are none, a rebalance is ``wanted`` and every agent is alive
+    (or disabled), a rebalance."""
+    settled = all(v in (Verdict.ALIVE, Verdict.DISABLED) for v in verdict_of.values())
+    if wanted and not decisions and settled:
+        return [Decision(Action.REBALANCE, f"auto-rebalance: every {agent_words} is alive")]
+    return decisions
 
 
 # --- DHCP (``l3ha watch --dhcp``) ----------------------------------------------
@@ -146,7 +151,5 @@ def decide_gateways(
     decisions = _evacuations(
         Action.EVACUATE, "gateway chassis", snapshot.chassis, verdict_of, snapshot.routers_of
     )
-    if auto_rebalance and settled and not decisions and verdict_of and _all_settled(verdict_of):
-        reason = "auto-rebalance: every gateway chassis is alive"
-        decisions.append(Decision(Action.REBALANCE, reason))
-    return decisions
+    wanted = auto_rebalance and settled and bool(verdict_of)
+    return _or_rebalance(decisions, verdict_of, wanted, "gateway chassis")

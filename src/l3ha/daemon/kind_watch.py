@@ -1,10 +1,10 @@
 """The watch half of one kind of placement: observe, judge, gate, act. I/O: through its kind.
 
 The daemon watches routers on L3 agents, networks on DHCP agents (``--dhcp``) and
-router gateways on OVN gateway chassis the same way; a kind (``WatchedKind``,
-``l3ha.daemon.watch_kinds``) supplies only how to read its agents and world, what to
-decide, how to run one decision through its operation and its names. ``KindWatch``
-does the rest once for all of them:
+router gateways on OVN gateway chassis the same way; a kind (a ``WatchedKind``, which
+does here what most kinds do alike; ``l3ha.daemon.watch_kinds``) supplies only how to read
+its agents and world, what to decide, how to run one decision through its operation and
+its names. ``KindWatch`` does the rest once for all of them:
 
 1. ``look``: read the agents (one call), fold their heartbeats into a health state
    with the daemon's policy (an agent is dead when its heartbeat value has not
@@ -31,21 +31,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from l3ha import health
-from l3ha.daemon.decide import Decision
-from l3ha.daemon.logevents import event, log_verdict_changes, named
+from l3ha.clock import Clock
+from l3ha.daemon.decide import Decision, overlay
+from l3ha.daemon.logevents import event, host_names, log_move, log_verdict_changes, named
 from l3ha.daemon.settings import WatchSettings
 from l3ha.errors import L3haError, SafetyHaltError
 from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, HealthState, Verdict, snapshot_gate
+from l3ha.journal import Journal
 from l3ha.model import Agent, Halt
 from l3ha.operations.request import OperationResult
 
-W = TypeVar("W")
 Result = OperationResult[Any, Any]
 
+#: Every watch decision is journalled as the daemon's, with its reason.
+BY_WATCH = ("by", "watch")
 #: The action every kind has: a dead agent's objects moved off it (run before the rest).
 EVACUATE = "evacuate"
 
@@ -72,38 +75,101 @@ class RunArgs:
     notify: Callable[[str], None] = lambda text: event("notice", message=text)
 
 
-class WatchedKind(Protocol[W]):
+class WatchedKind:
     """What a kind supplies to its watch half: its agents and world (``refresh``: the world
     of this cycle given the agents whose verdict changed; ``placements``: objects per agent
     at the last reading; ``current``: the world as known now), what to decide, one
     decision run through its operation (``SafetyHaltError``: refused), its move events,
-    what to read again after a run (``acted(None)``: after a failure), its names."""
+    what to read again after a run (``acted(None)``: after a failure), its names.
 
-    names: KindNames
+    What most kinds do alike is done here: a world read whole when due (``read_world``,
+    ``count``), no second channel; a kind overrides what it does differently."""
 
-    def read_agents(self) -> list[Agent]: ...
-    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> W: ...
-    def placements(self) -> dict[str, int]: ...
-    def hosts(self, world: W | None) -> dict[str, str]: ...
-    def second_channel(
-        self, world: W, judged: dict[str, Verdict], confirmable: Sequence[str]
-    ) -> dict[str, Verdict]: ...
-    def decide(self, world: W, verdict_of: Mapping[str, Verdict]) -> list[Decision]: ...
+    names = KindNames()
+    #: What the kind moves, as its move events name it.
+    moved = "router"
+
+    def __init__(self, journal: Journal, clock: Clock) -> None:
+        self.journal, self.clock = journal, clock
+        self.full_resync = 30
+        self.world: Any = None
+        self._cycles = 0
+        self.auto_rebalance = False
+
+    def read_agents(self) -> list[Agent]:
+        raise NotImplementedError
+
+    def read_world(self) -> Any:
+        raise NotImplementedError
+
+    def decide(self, world: Any, verdict_of: Mapping[str, Verdict]) -> list[Decision]:
+        raise NotImplementedError
+
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
-    ) -> Result: ...
-    def log_moves(self, decision: Decision, result: Result) -> None: ...
-    def acted(self, result: Result | None) -> None: ...
-    def current(self) -> W | None: ...
-    def configure(self, settings: WatchSettings) -> None: ...
-    def take_over(self, args: RunArgs) -> None: ...
+    ) -> Result:
+        raise NotImplementedError
+
+    def count(self, world: Any, agent_id: str) -> int:
+        """Objects on the agent (for its verdict)."""
+        raise NotImplementedError
+
+    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Any:
+        """The whole world read again when a verdict changed, after a run, or when due."""
+        self._cycles += 1
+        if self.world is None or changed or self._cycles % self.full_resync == 0:
+            self.world = self.read_world()
+        return self.world
+
+    def placements(self) -> dict[str, int]:
+        world = self.current()
+        return {} if world is None else {a: self.count(world, a) for a in host_names(world)}
+
+    def second_channel(
+        self, world: Any, judged: dict[str, Verdict], confirmable: Sequence[str]
+    ) -> dict[str, Verdict]:
+        return judged
+
+    def log_moves(self, decision: Decision, result: Result) -> None:
+        for executed in result.executed:
+            for move in executed.run.results:
+                log_move(decision, move, executed.snapshot, self.moved, self.names.prefix + "move")
+
+    def current(self) -> Any:
+        return self.world
+
+    def acted(self, result: Result | None) -> None:
+        self.world = None  # read again next cycle: the moves (or a failure) changed it
+
+    def take_over(self, args: RunArgs) -> None:
+        """Newly leading: nothing to finish first."""
+
+    def configure(self, settings: WatchSettings) -> None:
+        """New settings (at start and on SIGHUP)."""
+        self.full_resync = max(1, settings.full_resync)
+        self.auto_rebalance = settings.auto_rebalance
+
+    def _ctx_args(self, args: RunArgs, observer: Any) -> dict[str, Any]:
+        """An operation context's handles (after its cloud); ``observer``: how it reads."""
+        return {"journal": self.journal, "clock": self.clock, "notify": args.notify,
+                "should_stop": args.should_stop, "observer": observer}  # fmt: skip
+
+    def _judged(self, verdict_of: Mapping[str, Verdict]) -> Callable[[], Any]:
+        """The world read afresh as l3ha judges it."""
+        return lambda: overlay(self.read_world(), verdict_of)
+
+    @staticmethod
+    def _request_args(decision: Decision, budget: int, args: RunArgs) -> dict[str, Any]:
+        """What every kind's request of a watch decision carries."""
+        return {"execution": args.execution, "move_budget": budget,
+                "journal_args": (BY_WATCH, ("reason", decision.reason))}  # fmt: skip
 
 
 @dataclass(frozen=True)
-class View(Generic[W]):
+class View:
     """What one cycle saw: the world (None when a read failed), verdicts and halts."""
 
-    world: W | None
+    world: Any
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)
     halts: tuple[Halt, ...] = ()
     read_seconds: float = 0.0
@@ -140,10 +206,10 @@ class Acted:
         return bool(self.errors) or any(r.exit_code for _, r in self.results)
 
 
-class KindWatch(Generic[W]):
+class KindWatch:
     """Keeps one kind's health state between cycles (see the module docstring)."""
 
-    def __init__(self, kind: WatchedKind[W], policy: HealthPolicy, interval: float) -> None:
+    def __init__(self, kind: WatchedKind, policy: HealthPolicy, interval: float) -> None:
         self.kind = kind
         self.policy = policy
         self.interval = interval
@@ -157,7 +223,7 @@ class KindWatch(Generic[W]):
 
     # --- observing --------------------------------------------------------
 
-    def look(self, now: float, wall: float, clock_now: Callable[[], float]) -> View[W]:
+    def look(self, now: float, wall: float, clock_now: Callable[[], float]) -> View:
         """One observation; ``clock_now`` times the reads."""
         try:
             agents = self.kind.read_agents()
@@ -178,15 +244,15 @@ class KindWatch(Generic[W]):
         if stale and self.kind.names.slow_read_halts:
             halts.append(stale)
         dead = {a.id: a.heartbeat_timestamp for a in agents if judged.get(a.id) is Verdict.DEAD}
-        hosts = self.kind.hosts(world)
+        hosts = host_names(world)
         return View(world, judged, tuple(halts), read_seconds, hosts_of=hosts, judged_dead=dead)
 
-    def _failed(self, seconds: float, error: str) -> View[W]:
+    def _failed(self, seconds: float, error: str) -> View:
         halt = snapshot_gate(False, seconds, self.interval)
         halts = (halt,) if halt and self.kind.names.slow_read_halts else ()
         return View(None, dict(self.previous), halts, seconds, error)
 
-    def report(self, view: View[W]) -> list[Halt]:
+    def report(self, view: View) -> list[Halt]:
         """Log what changed since the last cycle; the halts that began now."""
         if view.world is not None:
             log_verdict_changes(
@@ -206,7 +272,7 @@ class KindWatch(Generic[W]):
 
     # --- acting -----------------------------------------------------------
 
-    def act(self, view: View[W], budget: int, args: RunArgs) -> Acted:
+    def act(self, view: View, budget: int, args: RunArgs) -> Acted:
         """Evacuations first, then what is left to do on the world they left."""
         if view.world is None:
             return Acted()
@@ -222,7 +288,7 @@ class KindWatch(Generic[W]):
         return acted
 
     def _run_all(
-        self, decisions: list[Decision], view: View[W], budget: int, args: RunArgs, acted: Acted
+        self, decisions: list[Decision], view: View, budget: int, args: RunArgs, acted: Acted
     ) -> Acted:
         for decision in decisions:
             remaining = budget - acted.moves_started
@@ -233,7 +299,7 @@ class KindWatch(Generic[W]):
         return acted
 
     def _one(
-        self, decision: Decision, view: View[W], budget: int, args: RunArgs, acted: Acted
+        self, decision: Decision, view: View, budget: int, args: RunArgs, acted: Acted
     ) -> Acted:
         self.event("action", **self._about(decision), reason=decision.reason)
         # the executor's re-checks hold this cycle's verdicts, not the server's alive flags
@@ -257,5 +323,5 @@ class KindWatch(Generic[W]):
 
     def _about(self, decision: Decision) -> dict[str, object]:
         """An action event's fields: the action, its agent's id and host."""
-        hosts = self.kind.hosts(self.kind.current())
+        hosts = host_names(self.kind.current())
         return {"action": decision.action.value, **named("agent", decision.agent, hosts)}

@@ -125,16 +125,14 @@ def _driver_options(url: str) -> dict[str, str]:
     if not parts.scheme.startswith("etcd3"):
         return {}
     query = urllib.parse.parse_qs(parts.query)
-    options: dict[str, str] = {}
     lock_timeout = int(query.get("lock_timeout", [str(DEFAULT_ETCD_LOCK_TIMEOUT)])[0])
-    if "lock_timeout" not in query:
-        options["lock_timeout"] = str(lock_timeout)
-    if "membership_timeout" not in query:
-        options["membership_timeout"] = str(lock_timeout)
-    if "timeout" not in query:
-        budget = lock_timeout * DEFAULT_SAFETY_FRACTION
-        options["timeout"] = str(max(1, int(budget / REFRESHES_PER_BUDGET)))
-    return options
+    budget = lock_timeout * DEFAULT_SAFETY_FRACTION
+    options = {
+        "lock_timeout": str(lock_timeout),
+        "membership_timeout": str(lock_timeout),
+        "timeout": str(max(1, int(budget / REFRESHES_PER_BUDGET))),
+    }
+    return {name: value for name, value in options.items() if name not in query}
 
 
 def _make_coordinator(url: str, member_id: str) -> Any:
@@ -303,12 +301,6 @@ class Leadership:
                 self._discard.append((self._coordinator, None))
                 self._coordinator = None
             self._cleanup_discarded()
-
-    def __enter__(self) -> Leadership:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # --- internals ------------------------------------------------------
 

@@ -6,8 +6,9 @@ name beside it (``named``: ``agent``/``agent_host``, ``network``/``network_name`
 so a reader needs no second lookup and a program keeps the id (a verdict
 event's ``agent`` is the host, as it always was, with ``agent_id`` beside it).
 What both kinds' halves of a cycle report the same way is here once:
-``log_verdict_changes`` (one event per agent whose verdict changed) and
-``moves_by_outcome`` (a cycle's moves per action and outcome, for the metrics).
+``log_verdict_changes`` (one event per agent whose verdict changed), ``log_move`` (one
+event per move, any kind) and ``moves_by_outcome`` (a cycle's moves per action and
+outcome, for the metrics).
 ``configure(fmt)`` installs a handler on stderr that writes each record as
 text (``2026-12-01T10:00:00Z INFO evacuate agent=net-3 reason=...``) or as
 one JSON object per line (``--log-format json``), fields included.
@@ -88,6 +89,34 @@ def moves_by_outcome(
                 key = (decision.action.value, move.outcome.value)
                 counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def log_move(
+    decision: Decision, move: Any, snapshot: Any, field: str = "router", name: str = "move"
+) -> None:
+    """One move event: the moved object (``field``: its id, and its name beside), the
+    agents' ids and hosts, the outcome; its times: ``write_seconds`` (its writes, read
+    back), ``seconds`` (until it finished), and since the run started ``written_after``
+    and ``finished_after``."""
+    planned, object_id = move.move, move.object_id
+    found = getattr(snapshot, f"{field}s_by_id").get(object_id)
+    hosts = host_names(snapshot)
+    event(
+        name,
+        action=decision.action.value,
+        **named(field, object_id, {object_id: found.name} if found else {}, "name"),
+        kind=planned.kind.value,
+        **named("source", planned.source, hosts),
+        **named("target", move.target or planned.target, hosts),
+        outcome=move.outcome.value,
+        reason=move.reason,
+        write_seconds=round(move.write_seconds, 3),
+        seconds=round(move.seconds, 3),
+        written_after=round(move.started_after + move.write_seconds, 3)
+        if move.write_seconds
+        else None,
+        finished_after=round(move.started_after + move.seconds, 3),
+    )
 
 
 def _timestamp(record: logging.LogRecord) -> str:

@@ -2,9 +2,10 @@
 
 Every metric lives on the ``WatchMetrics`` instance's own ``CollectorRegistry``
 (never prometheus_client's global one), so two daemons in one test process, or a
-second ``WatchMetrics``, never collide. The watch loop calls the ``set_*`` /
-``count_*`` / ``observe_*`` methods; ``start_metrics_server`` serves the
-registry on ``http://HOST:PORT/metrics`` (any path answers, as prometheus_client does).
+second ``WatchMetrics``, never collide. The watch loop sets the metrics themselves, or
+through the ``set_*`` / ``count_*`` methods that keep track of their labels;
+``start_metrics_server`` serves the registry on ``http://HOST:PORT/metrics`` (any path
+answers, as prometheus_client does).
 
 Metric names (the alert rules in ``contrib/l3ha-alerts.yml`` use them):
 
@@ -52,8 +53,6 @@ from l3ha.model import HaltReason
 #: Lower bounds of the weight ranges of ``l3ha_routers_by_weight`` (the last is open).
 WEIGHT_RANGES = (1, 2, 5, 10, 20, 50, 100)
 CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
-#: Verdicts exported at 0 from the start, so alerts see them before they first occur.
-KNOWN_VERDICTS = (*(v.value for v in Verdict), "partitioned")
 
 
 class WatchMetrics:
@@ -140,12 +139,13 @@ class WatchMetrics:
         self._hosts: set[str] = set()
         self._partitioned_hosts: set[str] = set()
         self._reasons: set[str] = {r.value for r in HaltReason}
-        self._verdicts: set[str] = set(KNOWN_VERDICTS)
+        # every verdict is exported at 0 from the start, so alerts see it before it occurs
+        self._verdicts: set[str] = {v.value for v in Verdict}
         self.set_agents_by_verdict({})
         self.set_gate(False, "")
-        self.set_leader(False)
-        self.set_unhosted(0)
-        self.set_partitioned(0)
+        self.leader.set(0)
+        self.unhosted.set(0)
+        self.set_partitioned(())
 
     def set_agents_by_verdict(self, counts: Mapping[str, int]) -> None:
         """Agents per verdict; verdicts missing from ``counts`` are 0."""
@@ -182,10 +182,6 @@ class WatchMetrics:
         if errors:
             self.weights_read_errors.inc(errors)
 
-    def set_unhosted(self, count: int) -> None:
-        """Routers bound to no agent."""
-        self.unhosted.set(count)
-
     def count_move(self, reason: str, outcome: str, count: int = 1) -> None:
         """``count`` moves attempted for ``reason`` that ended with ``outcome`` (done, ...)."""
         self.moves.labels(reason=str(reason), outcome=str(outcome)).inc(count)
@@ -199,28 +195,9 @@ class WatchMetrics:
             for known in self._reasons:
                 self.gate_reason.labels(reason=known).set(1 if halted and known == reason else 0)
 
-    def observe_cycle(self, seconds: float) -> None:
-        """The duration of one cycle."""
-        self.cycle.observe(seconds)
-
-    def set_leader(self, leader: bool) -> None:
-        """Whether this instance is the leader."""
-        self.leader.set(1 if leader else 0)
-
-    def count_api_error(self, kind: str) -> None:
-        """One failed API call; ``kind`` is a short class such as ``unreachable`` or ``server``."""
-        self.api_errors.labels(kind=str(kind)).inc()
-
-    def set_last_good_cycle(self, unix_time: float) -> None:
-        """When the last good cycle ended (seconds since the epoch)."""
-        self.last_good_cycle.set(unix_time)
-
-    def set_partitioned(self, hosts: Iterable[str] | int) -> None:
-        """Partitioned agents: their hosts (exported per host and counted), or just a count."""
+    def set_partitioned(self, hosts: Iterable[str]) -> None:
+        """Partitioned agents: their hosts (exported per host and counted)."""
         with self._lock:
-            if isinstance(hosts, int):
-                self.partitioned_agents.set(hosts)
-                return
             current = set(hosts)
             for host in self._partitioned_hosts - current:
                 self.agent_partitioned.remove(host)
@@ -228,10 +205,6 @@ class WatchMetrics:
                 self.agent_partitioned.labels(host=host).set(1)
             self._partitioned_hosts = current
             self.partitioned_agents.set(len(current))
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> MetricsServer:
-        """``start_metrics_server(port, host, metrics=self)``."""
-        return start_metrics_server(port, host, metrics=self)
 
     def metric_names(self) -> set[str]:
         """Every series name this registry can export (``_total``, ``_bucket`` ... included).

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -215,24 +215,13 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("watch options (also settable in the config file)")
     for _section, opt, metavar in _SPECS:
-        help_text = f"{opt.help} (default: {_flag_default(opt)})"
+        help_text = f"{opt.help} (default: {_flag_default(opt)})".replace("%", "%%")
+        shape: dict[str, Any] = {"metavar": metavar}
+        if isinstance(opt, cfg.BoolOpt):
+            shape = {"action": argparse.BooleanOptionalAction}
         try:
-            if isinstance(opt, cfg.BoolOpt):
-                group.add_argument(
-                    flag_name(opt),
-                    dest=opt.dest,
-                    action=argparse.BooleanOptionalAction,
-                    default=argparse.SUPPRESS,
-                    help=help_text,
-                )
-            else:
-                group.add_argument(
-                    flag_name(opt),
-                    dest=opt.dest,
-                    default=argparse.SUPPRESS,
-                    metavar=metavar,
-                    help=help_text.replace("%", "%%"),
-                )
+            name, dest = flag_name(opt), opt.dest
+            group.add_argument(name, dest=dest, default=argparse.SUPPRESS, help=help_text, **shape)
         except argparse.ArgumentError:
             continue  # the caller defined this flag already
 
@@ -386,11 +375,6 @@ def _coordination(url: str) -> str:
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
-
-
-def option_names() -> Iterable[str]:
-    """Every option's name (the WatchSettings field it fills)."""
-    return (opt.dest for _, opt, _ in _SPECS)
 
 
 _SAMPLE_HEADER = """\

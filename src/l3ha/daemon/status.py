@@ -51,10 +51,8 @@ def status_document(
         "leader": leader,
         "updated": round(updated, 3),
         "interval": interval,
-        "halts": [{"reason": h.reason.value, "message": h.message} for h in halts],
-        "verdicts": dict(verdicts),
         "partitioned": list(partitioned),
-        "read_error": read_error,
+        **dhcp_status(halts, verdicts, read_error),
     }
     if dhcp is not None:
         document["dhcp"] = dict(dhcp)
@@ -77,7 +75,8 @@ def stopped_document(
 def dhcp_status(
     halts: Sequence[Halt], verdicts: Mapping[str, int], read_error: str = ""
 ) -> dict[str, Any]:
-    """The ``dhcp`` part of the document: the DHCP side's halts, verdicts and read error."""
+    """The ``dhcp`` part of the document: the DHCP side's halts, verdicts and read error
+    (the main kind's are the same fields at the top)."""
     return {
         "halts": [{"reason": h.reason.value, "message": h.message} for h in halts],
         "verdicts": dict(verdicts),

@@ -28,10 +28,10 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -50,7 +50,7 @@ from l3ha.executor import ExecutorOptions
 from l3ha.health import HealthPolicy, Verdict, summarize
 from l3ha.journal import Journal, OperationStatus
 from l3ha.measurement import Weigher
-from l3ha.model import Snapshot
+from l3ha.model import Router, Snapshot
 from l3ha.ovn_model import DEFAULT_MIN_CHASSIS, OvnSnapshot
 from l3ha.weights import WeightPolicy, weight_distribution
 
@@ -99,9 +99,9 @@ class Watcher:
             if parts.ovn is None
             else GatewayKind(parts.ovn, *handles, parts.min_chassis, self.weights)
         )
-        self.main: KindWatch[Any] = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
-        self.dhcp: KindWatch[Any] | None = None
-        self._dhcp_last: tuple[View[Any], Acted] | None = None  # for the status file
+        self.main: KindWatch = KindWatch(self.kind, HealthPolicy(), parts.settings.interval)
+        self.dhcp: KindWatch | None = None
+        self._dhcp_last: tuple[View, Acted] | None = None  # for the status file
         self._last_status: dict[str, object] | None = None  # the status file's last document
         self._configure(parts.settings)
 
@@ -181,7 +181,7 @@ class Watcher:
         if self.parts.leadership is not None:
             self.parts.leadership.release()
         if self.parts.metrics is not None:
-            self.parts.metrics.set_leader(False)
+            self.parts.metrics.leader.set(0)
         event("stopped", cycles=self.cycles)
 
     def cycle(self) -> None:
@@ -189,18 +189,28 @@ class Watcher:
         started = self.clock.monotonic()
         self.cycles += 1
         leader = self._lead()
-        view = self.main.look(started, self.clock.wall().timestamp(), self.clock.monotonic)
-        for halt in self.main.report(view):
-            if self.main.kind.names.journal_halts and not self.settings.dry_run:
-                _journal_halt(self.parts.journal, halt.reason.value, halt.message)
+        view, acted = self._watch(self.main, leader, started)
         self.weights()  # the measured weights are read again when their interval is up
-        acted = Acted()
-        if not view.halted and leader:
-            acted = self._act(self.main, view, view)
         if self.dhcp is not None:
-            self._dhcp_cycle(view, leader)
+            self._dhcp_last = self._watch(self.dhcp, leader, self.clock.monotonic(), view)
+            if self.parts.metrics is not None:
+                self._count_moves(self.parts.metrics, self._dhcp_last[1])
         seconds = self.clock.monotonic() - started
         self._after_cycle(view, acted, seconds)
+
+    def _watch(
+        self, half: KindWatch, leader: bool, now: float, main: View | None = None
+    ) -> tuple[View, Acted]:
+        """One kind's half of a cycle from ``now``: look, report (its halts journalled if the
+        kind says so) and, when leading and nothing halts it or the ``main`` kind, act (the
+        DHCP half: the budget the main kind left)."""
+        view = half.look(now, self.clock.wall().timestamp(), self.clock.monotonic)
+        for halt in half.report(view):
+            if half.kind.names.journal_halts and not self.settings.dry_run:
+                _journal_halt(self.parts.journal, halt.reason.value, halt.message)
+        if not leader or view.halted or (main is not None and (main.halted or not self._may_act())):
+            return view, Acted()
+        return view, self._act(half, view, main or view)
 
     # --- leadership -------------------------------------------------------
 
@@ -220,15 +230,20 @@ class Watcher:
             if was and not leader:
                 event("leadership_lost", logging.WARNING, reason=leadership.lost_reason)
         if self.parts.metrics is not None:
-            self.parts.metrics.set_leader(leader)
+            self.parts.metrics.leader.set(1 if leader else 0)
         if gained:
             self._take_over()
         return leader
 
     def _take_over(self) -> None:
         """Newly leading: read everything, finish what an earlier leader left open."""
-        event("leading", member=getattr(self.parts.leadership, "member_id", "local"))
+        event("leading", member=self._member)
         self.kind.take_over(self._run_args())
+
+    @property
+    def _member(self) -> str:
+        """This instance's member id ("local" without leader election)."""
+        return self.parts.leadership.member_id if self.parts.leadership else "local"
 
     def _may_act(self) -> bool:
         if self.stopping.is_set():
@@ -238,21 +253,19 @@ class Watcher:
 
     # --- acting -----------------------------------------------------------
 
-    def _exec(self) -> ExecutorOptions:
-        s = self.settings
-        return ExecutorOptions(
-            concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
-        )
-
     def weights(self) -> WeightPolicy:
         """The router weights now (measured ones refreshed when their interval is up)."""
         weigher = self.parts.weigher
         return weigher.policy() if weigher is not None else self.parts.weights
 
     def _run_args(self) -> RunArgs:
-        return RunArgs(self._exec(), should_stop=lambda: not self._may_act())
+        s = self.settings
+        options = ExecutorOptions(
+            concurrency=s.concurrency, port_timeout=s.port_timeout, dry_run=s.dry_run
+        )
+        return RunArgs(options, should_stop=lambda: not self._may_act())
 
-    def _act(self, half: KindWatch[Any], view: View[Any], main: View[Any]) -> Acted:
+    def _act(self, half: KindWatch, view: View, main: View) -> Acted:
         """One kind's decisions within what the shared budget allows now (its disrupted
         rate judged from the main kind's verdicts)."""
         disrupted = sum(1 for v in main.verdicts.values() if v in _DISRUPTED)
@@ -261,23 +274,9 @@ class Watcher:
         self.budget.spend(acted.moves_started, self.clock.monotonic())
         return acted
 
-    def _dhcp_cycle(self, main: View[Any], leader: bool) -> None:
-        """The DHCP half: same judgement and gates, the budget the routers left (``--dhcp``)."""
-        assert self.dhcp is not None
-        now = self.clock.monotonic()
-        view = self.dhcp.look(now, self.clock.wall().timestamp(), self.clock.monotonic)
-        self.dhcp.report(view)
-        acted = Acted()
-        if leader and not main.halted and not view.halted and self._may_act():
-            acted = self._act(self.dhcp, view, main)
-        self._dhcp_last = (view, acted)
-        if self.parts.metrics is not None:
-            for (action, outcome), count in moves_by_outcome(acted.results).items():
-                self.parts.metrics.count_move(action, outcome, count)
-
     # --- reporting --------------------------------------------------------
 
-    def _after_cycle(self, view: View[Any], acted: Acted, seconds: float) -> None:
+    def _after_cycle(self, view: View, acted: Acted, seconds: float) -> None:
         metrics = self.parts.metrics
         if metrics is not None:
             self._export(metrics, view, acted, seconds)
@@ -288,10 +287,10 @@ class Watcher:
             event("ready", agents=len(view.hosts_of), routers=len(view.world.routers))
         self.parts.notifier.watchdog()
 
-    def _write_status(self, view: View[Any]) -> None:
+    def _write_status(self, view: View) -> None:
         leadership = self.parts.leadership
         document = status_document(
-            member=leadership.member_id if leadership else "local",
+            member=self._member,
             leader=leadership.is_leader if leadership else True,
             updated=time.time(),
             interval=self.settings.interval,
@@ -305,9 +304,11 @@ class Watcher:
         _save_status(self.settings.state_dir, document)
 
     def _write_stopped(self) -> None:
-        member = self.parts.leadership.member_id if self.parts.leadership else "local"
         document = stopped_document(
-            self._last_status, member=member, stopped=time.time(), interval=self.settings.interval
+            self._last_status,
+            member=self._member,
+            stopped=time.time(),
+            interval=self.settings.interval,
         )
         _save_status(self.settings.state_dir, document)
 
@@ -318,16 +319,15 @@ class Watcher:
         error = view.error or (acted.errors[-1][1] if acted.errors else "")
         return dhcp_status(view.halts, summarize(view.verdicts), error)
 
-    def _export(self, metrics: WatchMetrics, view: View[Any], acted: Acted, seconds: float) -> None:
-        metrics.observe_cycle(seconds)
+    def _export(self, metrics: WatchMetrics, view: View, acted: Acted, seconds: float) -> None:
+        metrics.cycle.observe(seconds)
         halt = view.halts[0] if view.halts else None
         metrics.set_gate(halt is not None, halt.reason.value if halt else "")
         if view.error:
-            metrics.count_api_error("read")
+            metrics.api_errors.labels(kind="read").inc()
         for decision, _error in acted.errors:
-            metrics.count_api_error(decision.action.value)
-        for (action, outcome), count in moves_by_outcome(acted.results).items():
-            metrics.count_move(action, outcome, count)
+            metrics.api_errors.labels(kind=decision.action.value).inc()
+        self._count_moves(metrics, acted)
         world = view.world
         if world is None:
             return
@@ -335,10 +335,10 @@ class Watcher:
         metrics.set_partitioned(view.hosts(Verdict.PARTITIONED))
         weights = self.weights()
         if isinstance(world, Snapshot):
-            metrics.set_unhosted(len(world.unhosted_routers()))
+            metrics.unhosted.set(len(world.unhosted_routers()))
             metrics.set_routers_per_agent(routers_per_host(world, weights))
         elif isinstance(world, OvnSnapshot):
-            metrics.set_unhosted(
+            metrics.unhosted.set(
                 sum(1 for r in world.routers if world.group(r.id) and world.primary(r.id) is None)
             )
             metrics.set_routers_per_agent(primaries_per_host(world, weights))
@@ -348,7 +348,12 @@ class Watcher:
         )
         self._export_weight_readings(metrics)
         if not view.halted and not acted.failed:
-            metrics.set_last_good_cycle(time.time())
+            metrics.last_good_cycle.set(time.time())
+
+    @staticmethod
+    def _count_moves(metrics: WatchMetrics, acted: Acted) -> None:
+        for (action, outcome), count in moves_by_outcome(acted.results).items():
+            metrics.count_move(action, outcome, count)
 
     def _export_weight_readings(self, metrics: WatchMetrics) -> None:
         weigher = self.parts.weigher
@@ -360,22 +365,26 @@ class Watcher:
 
 def routers_per_host(snapshot: Snapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
     """Routers and busy routers per agent host (the metrics, the demo's tables)."""
-    counts: dict[str, tuple[int, int]] = {}
-    for agent in snapshot.agents:
-        bound = snapshot.bindings_of_agent(agent.id)
-        routers = [snapshot.routers_by_id.get(b.router_id) for b in bound]
-        busy = sum(1 for r in routers if r is not None and weights.is_busy(r))
-        counts[agent.host] = (len(routers), busy)
-    return counts
+    bound = {
+        a.host: [b.router_id for b in snapshot.bindings_of_agent(a.id)] for a in snapshot.agents
+    }
+    return _with_busy(bound, snapshot.routers_by_id, weights)
 
 
 def primaries_per_host(world: OvnSnapshot, weights: WeightPolicy) -> dict[str, tuple[int, int]]:
     """Primaries and busy primaries per gateway chassis host (ML2/OVN's metrics)."""
+    primaries = {c.host: world.primaries_of(c.id) for c in world.chassis}
+    return _with_busy(primaries, world.routers_by_id, weights)
+
+
+def _with_busy(
+    ids_by_host: Mapping[str, Sequence[str]], routers: Mapping[str, Router], weights: WeightPolicy
+) -> dict[str, tuple[int, int]]:
+    """Per host: how many routers it has, and how many of them are busy."""
     counts: dict[str, tuple[int, int]] = {}
-    for chassis in world.chassis:
-        routers = [world.routers_by_id.get(r) for r in world.primaries_of(chassis.id)]
-        busy = sum(1 for r in routers if r is not None and weights.is_busy(r))
-        counts[chassis.host] = (len(routers), busy)
+    for host, ids in ids_by_host.items():
+        busy = sum(1 for r in ids if r in routers and weights.is_busy(routers[r]))
+        counts[host] = (len(ids), busy)
     return counts
 
 

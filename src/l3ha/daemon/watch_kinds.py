@@ -1,8 +1,8 @@
 """The kinds the watch daemon keeps: routers, DHCP networks, OVN router gateways. I/O: cloud
 reads and, through each kind's operations, writes; journal.
 
-Each class supplies what ``l3ha.daemon.kind_watch.KindWatch`` asks of a kind and
-nothing more:
+Each class is a ``l3ha.daemon.kind_watch.WatchedKind`` (what ``KindWatch`` asks of a
+kind, with what most kinds do alike) and supplies what its kind does differently:
 
 - ``RouterKind`` (L3 agents): the world is cached and refreshed agent by agent
   (``l3ha.daemon.world``), the data-plane probe is its second channel (a veto on a
@@ -33,14 +33,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.daemon.dataplane import ProbeSpec, parse_probe_spec, probe_gateways
 from l3ha.daemon.decide import Decision, decide, decide_dhcp, decide_gateways, overlay, targets
-from l3ha.daemon.kind_watch import KindNames, Result, RunArgs
+from l3ha.daemon.kind_watch import KindNames, Result, RunArgs, WatchedKind
 from l3ha.daemon.logevents import event, host_names, named
 from l3ha.daemon.settings import WatchSettings
 from l3ha.daemon.world import WorldCache
@@ -67,111 +67,9 @@ if TYPE_CHECKING:
     from l3ha.cloud.ovn import NeutronOvn
 
 Prober = Callable[[ProbeSpec, Sequence[str], float], list[str]]
-#: Every watch decision is journalled as the daemon's, with its reason.
-BY_WATCH = ("by", "watch")
 
 
-def log_move(
-    decision: Decision, move: Any, snapshot: Any, field: str = "router", name: str = "move"
-) -> None:
-    """One move event: the moved object (``field``: its id, and its name beside), the
-    agents' ids and hosts, the outcome; its times: ``write_seconds`` (its writes, read
-    back), ``seconds`` (until it finished), and since the run started ``written_after``
-    and ``finished_after``."""
-    planned = move.move
-    object_id = getattr(planned, f"{field}_id")
-    found = getattr(snapshot, f"{field}s_by_id").get(object_id)
-    hosts = host_names(snapshot)
-    event(
-        name,
-        action=decision.action.value,
-        **named(field, object_id, {object_id: found.name} if found else {}, "name"),
-        kind=planned.kind.value,
-        **named("source", planned.source, hosts),
-        **named("target", move.target or planned.target, hosts),
-        outcome=move.outcome.value,
-        reason=move.reason,
-        write_seconds=round(move.write_seconds, 3),
-        seconds=round(move.seconds, 3),
-        written_after=round(move.started_after + move.write_seconds, 3)
-        if move.write_seconds
-        else None,
-        finished_after=round(move.started_after + move.seconds, 3),
-    )
-
-
-class _Kind:
-    """What most kinds do alike: a world read whole when due, no second channel."""
-
-    names = KindNames()
-    #: What the kind moves, as its move events name it.
-    moved = "router"
-
-    def __init__(self, journal: Journal, clock: Clock) -> None:
-        self.journal, self.clock = journal, clock
-        self.full_resync = 30
-        self.world: Any = None
-        self._cycles = 0
-        self.auto_rebalance = False
-
-    def read_world(self) -> Any:
-        raise NotImplementedError
-
-    def count(self, world: Any, agent_id: str) -> int:
-        """Objects on the agent (for its verdict)."""
-        raise NotImplementedError
-
-    def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Any:
-        """The whole world read again when a verdict changed, after a run, or when due."""
-        self._cycles += 1
-        if self.world is None or changed or self._cycles % self.full_resync == 0:
-            self.world = self.read_world()
-        return self.world
-
-    def placements(self) -> dict[str, int]:
-        world = self.world
-        return {} if world is None else {a: self.count(world, a) for a in self.hosts(world)}
-
-    def second_channel(
-        self, world: Any, judged: dict[str, Verdict], confirmable: Sequence[str]
-    ) -> dict[str, Verdict]:
-        return judged
-
-    def hosts(self, world: Any) -> dict[str, str]:
-        return host_names(world)
-
-    def log_moves(self, decision: Decision, result: Result) -> None:
-        for executed in result.executed:
-            for move in executed.run.results:
-                log_move(decision, move, executed.snapshot, self.moved, self.names.prefix + "move")
-
-    def current(self) -> Any:
-        return self.world
-
-    def acted(self, result: Result | None) -> None:
-        self.world = None  # read again next cycle: the moves (or a failure) changed it
-
-    def take_over(self, args: RunArgs) -> None:
-        """Newly leading: nothing to finish first."""
-
-    def configure(self, settings: WatchSettings) -> None:
-        """New settings (at start and on SIGHUP)."""
-        self.full_resync = max(1, settings.full_resync)
-        self.auto_rebalance = settings.auto_rebalance
-
-    def _ctx_args(self, args: RunArgs) -> dict[str, Any]:
-        """An operation context's handles (after its cloud)."""
-        return {"journal": self.journal, "clock": self.clock, "notify": args.notify,
-                "should_stop": args.should_stop}  # fmt: skip
-
-    @staticmethod
-    def _request_args(decision: Decision, budget: int, args: RunArgs) -> dict[str, Any]:
-        """What every kind's request of a watch decision carries."""
-        return {"execution": args.execution, "move_budget": budget,
-                "journal_args": (BY_WATCH, ("reason", decision.reason))}  # fmt: skip
-
-
-class RouterKind(_Kind):
+class RouterKind(WatchedKind):
     """Routers on L3 agents (module docstring)."""
 
     def __init__(self, cloud: Cloud, journal: Journal, clock: Clock,
@@ -187,7 +85,7 @@ class RouterKind(_Kind):
         self.prober: Prober = probe_gateways
 
     def read_agents(self) -> list[Agent]:
-        return self.cache.read_agents()
+        return self.cloud.list_agents()
 
     def refresh(self, agents: Sequence[Agent], changed: set[str]) -> Snapshot:
         return self.cache.refresh(agents, changed)
@@ -195,11 +93,8 @@ class RouterKind(_Kind):
     def current(self) -> Snapshot | None:
         return self.cache.snapshot
 
-    def placements(self) -> dict[str, int]:
-        snapshot = self.cache.snapshot
-        if snapshot is None:
-            return {}
-        return {a.id: len(snapshot.bindings_of_agent(a.id)) for a in snapshot.agents}
+    def count(self, world: Snapshot, agent_id: str) -> int:
+        return len(world.bindings_of_agent(agent_id))
 
     def second_channel(
         self, world: Snapshot, judged: dict[str, Verdict], confirmable: Sequence[str]
@@ -235,10 +130,10 @@ class RouterKind(_Kind):
         self.confirms = settings.dataplane_confirms
 
     def _context(self, args: RunArgs, verdict_of: Mapping[str, Verdict] | None) -> OperationContext:
-        ctx = OperationContext(self.cloud, **self._ctx_args(args))
+        observer = None
         if verdict_of is not None:
-            ctx = replace(ctx, observer=lambda ha: self._judged_world(ha, verdict_of))
-        return ctx
+            observer = lambda ha: self._judged_world(ha, verdict_of)  # noqa: E731
+        return OperationContext(self.cloud, **self._ctx_args(args, observer))
 
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
@@ -283,7 +178,7 @@ class RouterKind(_Kind):
             event("resume_incomplete", logging.WARNING, exit_code=result.exit_code)
 
 
-class DhcpKind(_Kind):
+class DhcpKind(WatchedKind):
     """Networks on DHCP agents (module docstring)."""
 
     names = KindNames("dhcp_", "every DHCP gate has cleared", False, False)
@@ -321,12 +216,11 @@ class DhcpKind(_Kind):
             agents_per_network=self.agents_per_network,
             **self._request_args(decision, budget, args),
         )
-        judged = lambda: overlay(self.cloud.read_dhcp_snapshot(), verdict_of)  # noqa: E731
-        return run_dhcp_action(DhcpContext(self.cloud, **self._ctx_args(args), observer=judged),
-                               request)  # fmt: skip
+        ctx = DhcpContext(self.cloud, **self._ctx_args(args, self._judged(verdict_of)))
+        return run_dhcp_action(ctx, request)
 
 
-class GatewayKind(_Kind):
+class GatewayKind(WatchedKind):
     """Router gateways on OVN gateway chassis (module docstring)."""
 
     def __init__(self, ovn: NeutronOvn, journal: Journal, clock: Clock, min_chassis: int,
@@ -378,24 +272,18 @@ class GatewayKind(_Kind):
     def run(
         self, decision: Decision, verdict_of: Mapping[str, Verdict], budget: int, args: RunArgs
     ) -> Result:
-        judged = lambda: overlay(self.ovn.read_ovn_snapshot(), verdict_of)  # noqa: E731
-        ctx = GatewayContext(self.ovn, **self._ctx_args(args), observer=judged)
-        if decision.action is Action.REBALANCE:
-            return rebalance(ctx, self._rebalance_request(decision, budget, args))
+        ctx = GatewayContext(self.ovn, **self._ctx_args(args, self._judged(verdict_of)))
+        common = self._request_args(decision, budget, args)
+        if decision.action is Action.REBALANCE:  # at most ``budget`` moves, the first a canary
+            auto = RebalanceRequest(weights=self.weights(), max_moves=budget, canary=1, **common)
+            return rebalance(ctx, auto)
         request = GatewayRequest(
             GatewayAction(decision.action.value),
             str(decision.agent),
             min_chassis=self.min_chassis,
-            **self._request_args(decision, budget, args),
+            **common,
         )
         return evacuate_or_drain(ctx, request)
-
-    def _rebalance_request(
-        self, decision: Decision, budget: int, args: RunArgs
-    ) -> RebalanceRequest:
-        """The auto-rebalance of one cycle: at most ``budget`` moves, the first a canary."""
-        common = self._request_args(decision, budget, args)
-        return RebalanceRequest(weights=self.weights(), max_moves=budget, canary=1, **common)
 
 
 def _gateway_sample(snapshot: Snapshot, agent_id: str, count: int) -> list[str]:

@@ -27,10 +27,6 @@ class WorldCache:
         self._cycles_since_full = 0
         self.force_full = True
 
-    def read_agents(self) -> list[Agent]:
-        """The heartbeats: one call."""
-        return self.cloud.list_agents()
-
     def refresh(self, agents: Sequence[Agent], changed: Collection[str]) -> Snapshot:
         """The snapshot for this cycle, given fresh ``agents`` and the agents whose
         verdict ``changed``; a full read when one is due."""
