@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
-from l3ha.cli.common import add_cloud_options, open_cloud
+from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud
 from l3ha.cli.execution import (
     add_execution_options,
     executor_options,
@@ -170,7 +170,6 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     """Build the request, run the operation, print every step; the exit code."""
     from dataclasses import replace
 
-    from l3ha.cli.common import load_weight_policy
     from l3ha.cli.progress import MoveCount
     from l3ha.cli.weighing import measure_options, weigh
     from l3ha.clock import SystemClock
