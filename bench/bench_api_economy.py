@@ -44,8 +44,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from counting_proxy import CountingProxy  # bench/ is on the path when run as a script
-from l3ha.cli.actions import executor_options
 from l3ha.cli.common import load_weight_policy, open_cloud
+from l3ha.cli.execution import executor_options
 from l3ha.cli.main import build_parser
 from l3ha.cli.planning import action_request
 from l3ha.clock import SystemClock

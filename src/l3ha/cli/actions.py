@@ -12,14 +12,20 @@ gate.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from l3ha.cli.argtypes import positive_float, positive_int
-from l3ha.cli.common import add_cloud_options, add_state_dir_option, open_cloud, state_dir
+from l3ha.cli.argtypes import positive_int
+from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud
+from l3ha.cli.execution import (
+    add_execution_options,
+    executor_options,
+    open_journal,
+    progress_printer,
+    say,
+)
 from l3ha.cli.history import add_history_parser
-from l3ha.cli.output import add_format_options, emit, emit_document
+from l3ha.cli.output import emit, emit_document
 from l3ha.cli.ovn import add_backend_option
 from l3ha.cli.ovn_actions import (
     add_drain_check_options,
@@ -40,51 +46,8 @@ from l3ha.model import Plan, Snapshot
 from l3ha.operations import Action
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from l3ha.executor import ExecutorOptions, Progress, RunResult
-    from l3ha.journal import Journal
+    from l3ha.executor import RunResult
     from l3ha.operations import ActionResult
-
-
-#: Moves written at once by a command: enough to keep a Neutron answering in 100 ms
-#: busy at the API rate cap (32 writers x ~4 calls each per 0.4 s ~ 300 calls/s).
-DEFAULT_CONCURRENCY = 32
-
-
-def add_execution_options(parser: argparse.ArgumentParser) -> None:
-    """How a plan is run: dry run, concurrency, rate, waiting for ports, journal."""
-    group = parser.add_argument_group("execution")
-    group.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    group.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=DEFAULT_CONCURRENCY,
-        metavar="N",
-        help="moves written at the same time; hides API latency, while --api-rate bounds the "
-        f"load (default: {DEFAULT_CONCURRENCY})",
-    )
-    group.add_argument(
-        "--rate",
-        type=positive_float,
-        metavar="MOVES_PER_S",
-        help="start at most this many moves per second (default: unlimited)",
-    )
-    group.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="do not wait for the routers' ports to turn ACTIVE on the target",
-    )
-    group.add_argument(
-        "--port-timeout",
-        type=positive_float,
-        default=300.0,
-        metavar="SECONDS",
-        help="report a move as pending (a warning) when its ports are not ACTIVE by then "
-        "(default: 300)",
-    )
-    add_state_dir_option(parser)
-    add_format_options(parser, columns=False)
 
 
 def _action_parser(
@@ -194,73 +157,19 @@ def register(sub: Any) -> None:
 # --- running --------------------------------------------------------------
 
 
-def open_journal(
-    args: argparse.Namespace, dry_run: bool = False
-) -> AbstractContextManager[Journal | None]:
-    """The journal in ``--state-dir`` (or the default state dir); for a dry run only one
-    that exists (a dry run creates none), else ``None``."""
-    from contextlib import nullcontext
-
-    from l3ha.journal import DB_NAME, Journal
-
-    path = state_dir(args)
-    if dry_run and not (path / DB_NAME).exists():
-        return nullcontext()
-    return Journal(path)
-
-
-def say(text: str) -> None:
-    """A progress line of an action, on stderr."""
-    sys.stderr.write(f"l3ha: {text}\n")
-
-
-def _progress_printer() -> Any:
-    if not sys.stderr.isatty():
-        return None
-
-    def show(progress: Progress) -> None:
-        width = 30
-        filled = width * progress.done // max(progress.total, 1)
-        bar = "#" * filled + "." * (width - filled)
-        end = "\n" if progress.done >= progress.total else ""
-        sys.stderr.write(f"\r[{bar}] {progress.done}/{progress.total} {end}")
-        sys.stderr.flush()
-
-    return show
-
-
-def executor_options(args: argparse.Namespace) -> ExecutorOptions:
-    """The execution options (``add_execution_options``) as executor options."""
-    from l3ha.executor import ExecutorOptions
-
-    return ExecutorOptions(
-        concurrency=args.concurrency,
-        rate=args.rate,
-        burst=max(1, math.ceil(args.rate)) if args.rate else ExecutorOptions.burst,
-        wait_ports=not args.no_wait,
-        port_timeout=args.port_timeout,
-        dry_run=bool(args.dry_run),
-    )
-
-
 def _on_gateways_or_routers(action: Action, args: argparse.Namespace) -> int:
     """``l3ha evacuate|drain|undrain|rebalance``: gateway chassis on ML2/OVN
     (``l3ha.cli.ovn_actions``), else routers."""
     ovn = gateway_backend(args)
     if ovn is None:
         return run_command(action, args)
-    with open_journal(args, args.dry_run) as journal:
-        options = executor_options(args)
-        return run_gateway_action(
-            action.value, args, ovn, execution=options, journal=journal, say=say
-        )
+    return run_gateway_action(action.value, args, ovn)
 
 
 def run_command(action: Action, args: argparse.Namespace) -> int:
     """Build the request, run the operation, print every step; the exit code."""
     from dataclasses import replace
 
-    from l3ha.cli.common import load_weight_policy
     from l3ha.cli.progress import MoveCount
     from l3ha.cli.weighing import measure_options, weigh
     from l3ha.clock import SystemClock
@@ -270,7 +179,7 @@ def run_command(action: Action, args: argparse.Namespace) -> int:
     measure_options(args)  # a bad combination fails before the cloud is opened
     cloud = open_cloud(args)
     request = replace(request, weights=weigh(args, request.weights, cloud))
-    moves = MoveCount(_progress_printer())
+    moves = MoveCount(progress_printer())
     with open_journal(args, request.dry_run) as journal:
         ctx = OperationContext(cloud, journal, SystemClock(), say, moves)
         try:

@@ -20,8 +20,6 @@ from l3ha.cli.common import (
     add_snapshot_option,
     command_group,
     load_weight_policy,
-    read_weighed_world,
-    warn_about_weights,
 )
 from l3ha.cli.output import (
     add_format_options,
@@ -30,7 +28,7 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
-from l3ha.cli.ovn import add_backend_option
+from l3ha.cli.ovn import add_backend_option, list_by_backend, list_chassis
 from l3ha.dhcp_model import DhcpSnapshot
 from l3ha.errors import BadInputError
 from l3ha.model import Agent, Router, Snapshot
@@ -156,18 +154,12 @@ def _list_other_types(args: argparse.Namespace) -> int:
 
 def list_agents(args: argparse.Namespace) -> int:
     """Handler of ``l3ha agent list``."""
-    from l3ha.cli import ovn
-
     if getattr(args, "agent_type", "l3") != "l3":
         return _list_other_types(args)
-    gateways = ovn.explicit_ovn(args)
-    if gateways is not None:
-        return ovn.list_chassis(args, gateways)
-    snapshot, policy = read_weighed_world(args)
-    gateways = ovn.detected_ovn(args, snapshot)
-    if gateways is not None:
-        return ovn.list_chassis(args, gateways)
-    warn_about_weights(policy, snapshot)
+    return list_by_backend(args, _list_l3_agents, list_chassis)
+
+
+def _list_l3_agents(args: argparse.Namespace, snapshot: Snapshot, policy: WeightPolicy) -> int:
     columns = list_columns(args, DEFAULT_AGENT_COLUMNS, AGENT_COLUMNS)
     rows = agent_rows(snapshot, policy, tuple(args.name))
     emit(rows, args.format, columns, AGENT_COLUMNS, options=args)

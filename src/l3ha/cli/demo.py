@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from l3ha.cli.demo_tour import demo_cloud, step, wait_for
+from l3ha.cli.demo_tour import demo_cloud, run_tour, step, wait_for
 
 #: The emulated agents heartbeat every second (stamped to the second, as Neutron does)
 #: and the daemon judges them dead after 5 s of silence: the whole story takes about a minute.
@@ -125,8 +125,6 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.agents < 3 or args.routers < 1:
         raise BadInputError("the demo needs at least 3 agents and 1 router")
     if args.commands:
-        from l3ha.cli.demo_tour import run_tour
-
         return run_tour(args)
     return _story(args)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from l3ha.cli.argtypes import positive_int
 from l3ha.cli.check import add_report_format, report, report_unknown
 from l3ha.cli.common import add_cloud_options, command_group, open_cloud
+from l3ha.cli.execution import add_execution_options, executor_options, open_journal, say
 from l3ha.cli.output import emit, emit_document
 from l3ha.dhcp_model import DEFAULT_AGENTS_PER_NETWORK
 
@@ -39,8 +40,6 @@ def add_count_option(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: Any) -> None:
     """Add the ``l3ha dhcp`` commands."""
-    from l3ha.cli.actions import add_execution_options
-
     group = command_group(
         sub, "dhcp", "DHCP agents: audit, evacuate, drain, undrain and repair DHCP networks"
     )
@@ -127,7 +126,6 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_action(args: argparse.Namespace) -> int:
-    from l3ha.cli.actions import executor_options, open_journal, say
     from l3ha.clock import SystemClock
     from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.operations.dhcp import DhcpContext, run_dhcp_action

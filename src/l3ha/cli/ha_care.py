@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from l3ha.cli.actions import add_execution_options, run_command
+from l3ha.cli.actions import run_command
 from l3ha.cli.common import (
     add_cloud_options,
     add_replicas_option,
@@ -19,6 +19,7 @@ from l3ha.cli.common import (
     command_group,
     read_world,
 )
+from l3ha.cli.execution import add_execution_options
 from l3ha.cli.ha import HA_HELP
 from l3ha.cli.output import add_format_options, emit
 from l3ha.cli.planning import add_force_option, add_placement_options

@@ -11,9 +11,10 @@ an option that means nothing on ML2/OVN (also used by ``evacuate`` and ``drain``
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from l3ha.cli.common import load_weight_policy, open_cloud
+from l3ha.cli.common import load_weight_policy, open_cloud, read_weighed_world, warn_about_weights
 from l3ha.cli.output import emit, list_columns, name_matches
 from l3ha.cli.weighing import weigh
 from l3ha.errors import BadInputError
@@ -46,12 +47,24 @@ def neutron_ovn(args: argparse.Namespace) -> NeutronOvn:
     return NeutronOvn(open_cloud(args))
 
 
-def explicit_ovn(args: argparse.Namespace, l3_only: tuple[str, ...] = ()) -> NeutronOvn | None:
-    """The OVN reader when ``--backend ovn`` is given (L3-only options refused), else None."""
-    if Backend(getattr(args, "backend", Backend.AUTO)) is not Backend.OVN:
-        return None
-    refuse_l3_only(args, l3_only)
-    return neutron_ovn(args)
+def list_by_backend(
+    args: argparse.Namespace,
+    list_l3: Callable[[argparse.Namespace, Snapshot, WeightPolicy], int],
+    list_ovn: Callable[[argparse.Namespace, NeutronOvn], int],
+    with_ha_state: bool = False,
+) -> int:
+    """``agent list``, ``router list``: ``list_ovn`` with ``--backend ovn`` (``--snapshot``
+    refused) or on a cloud ``detected_ovn`` finds, else ``list_l3`` over the weighed snapshot
+    (after its weight warnings)."""
+    if Backend(getattr(args, "backend", Backend.AUTO)) is Backend.OVN:
+        refuse_l3_only(args, ())
+        return list_ovn(args, neutron_ovn(args))
+    snapshot, policy = read_weighed_world(args, with_ha_state=with_ha_state)
+    gateways = detected_ovn(args, snapshot)
+    if gateways is not None:
+        return list_ovn(args, gateways)
+    warn_about_weights(policy, snapshot)
+    return list_l3(args, snapshot, policy)
 
 
 def detected_ovn(

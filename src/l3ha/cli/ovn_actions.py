@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from l3ha.cli.argtypes import positive_int
+from l3ha.cli.execution import executor_options, open_journal, say
 from l3ha.cli.output import emit, emit_document
 from l3ha.cli.ovn import neutron_ovn, refuse_l3_only
 from l3ha.errors import BadInputError
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from l3ha.cloud.ovn import NeutronOvn
     from l3ha.executor import ExecutorOptions
     from l3ha.executor.gateway_steps import GatewayProbe
-    from l3ha.journal import Journal
     from l3ha.operations.ovn import GatewayContext, GatewayExecuted, GatewayResult
 
 #: How long one probe of a gateway address waits for its answer (``--probe``).
@@ -125,35 +125,28 @@ def gateway_backend(
     return ovn
 
 
-def run_gateway_action(
-    action: str,
-    args: argparse.Namespace,
-    ovn: NeutronOvn,
-    *,
-    execution: ExecutorOptions,
-    journal: Journal | None,
-    say: Callable[[str], None],
-) -> int:
-    """``l3ha evacuate|drain|undrain|rebalance`` on ML2/OVN (``journal``: None only for a
-    dry run)."""
+def run_gateway_action(action: str, args: argparse.Namespace, ovn: NeutronOvn) -> int:
+    """``l3ha evacuate|drain|undrain|rebalance`` on ML2/OVN."""
     from l3ha.clock import SystemClock
     from l3ha.operations.ovn import GatewayAction, GatewayContext, GatewayRequest, evacuate_or_drain
 
-    ctx = GatewayContext(ovn, journal, SystemClock(), say)
-    if action in (GatewayAction.REBALANCE, GatewayAction.UNDRAIN):
-        result = _run_rebalance(action, args, ctx, execution)
-    else:
-        request = GatewayRequest(
-            GatewayAction(action),
-            args.agent,
-            min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
-            execution=execution,
-            probe=gateway_probe(args),
-            northbound=northbound_hosting(args),
-        )
-        result = evacuate_or_drain(ctx, request)
+    execution = executor_options(args)
+    with open_journal(args, execution.dry_run) as journal:
+        ctx = GatewayContext(ovn, journal, SystemClock(), say)
+        if action in (GatewayAction.REBALANCE, GatewayAction.UNDRAIN):
+            result = _run_rebalance(action, args, ctx, execution)
+        else:
+            request = GatewayRequest(
+                GatewayAction(action),
+                args.agent,
+                min_chassis=getattr(args, "min_chassis", None) or DEFAULT_MIN_CHASSIS,
+                execution=execution,
+                probe=gateway_probe(args),
+                northbound=northbound_hosting(args),
+            )
+            result = evacuate_or_drain(ctx, request)
     for step in result.executed:
-        _print_step(step, args.format, say)
+        _print_step(step, args.format)
     for problem in result.problems:
         sys.stderr.write(f"l3ha: problem: {problem}\n")
     return result.exit_code
@@ -176,7 +169,7 @@ def _run_rebalance(
     return undrain(ctx, args.agent, request, bool(getattr(args, "rebalance", False)))
 
 
-def _print_step(step: GatewayExecuted, fmt: str, say: Callable[[str], None]) -> None:
+def _print_step(step: GatewayExecuted, fmt: str) -> None:
     """One plan's run: rows (or the summary document), its lower bound, the spread."""
     bound = step.plan.lower_bound
     if fmt != "table":
@@ -192,7 +185,7 @@ def _print_step(step: GatewayExecuted, fmt: str, say: Callable[[str], None]) -> 
         sys.stdout.write(f"{len(step.plan.moves)} move(s); lower bound {bound}\n")
         sys.stdout.write(f"primaries per chassis: {shown}\n")
     for warning in step.run.warnings:
-        say(f"warning: {warning}")
+        sys.stderr.write(f"l3ha: warning: {warning}\n")
 
 
 def primaries_spread(step: GatewayExecuted) -> dict[str, tuple[int, int]]:

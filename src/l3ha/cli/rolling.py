@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from l3ha.cli.actions import add_execution_options, executor_options
 from l3ha.cli.argtypes import non_negative_float, positive_float
 from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud, state_dir
+from l3ha.cli.execution import add_execution_options, executor_options
 from l3ha.cli.output import emit, emit_document
 from l3ha.cli.planning import add_placement_options, placement_request
 from l3ha.cli.probe import add_target_options, collect_targets, prepare_output

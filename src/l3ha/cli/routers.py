@@ -10,8 +10,6 @@ from l3ha.cli.common import (
     add_show_command,
     add_snapshot_option,
     command_group,
-    read_weighed_world,
-    warn_about_weights,
 )
 from l3ha.cli.output import (
     add_format_options,
@@ -20,7 +18,7 @@ from l3ha.cli.output import (
     list_columns,
     name_matches,
 )
-from l3ha.cli.ovn import add_backend_option
+from l3ha.cli.ovn import add_backend_option, list_by_backend, list_gateways
 from l3ha.model import Router, Snapshot
 from l3ha.weights import WeightPolicy
 
@@ -89,16 +87,10 @@ def router_rows(
 
 def list_routers(args: argparse.Namespace) -> int:
     """Handler of ``l3ha router list`` (on ML2/OVN: ``l3ha.cli.ovn.list_gateways``)."""
-    from l3ha.cli import ovn
+    return list_by_backend(args, _list_l3_routers, list_gateways, not args.unhosted)
 
-    gateways = ovn.explicit_ovn(args)
-    if gateways is not None:
-        return ovn.list_gateways(args, gateways)
-    snapshot, policy = read_weighed_world(args, with_ha_state=not args.unhosted)
-    gateways = ovn.detected_ovn(args, snapshot)
-    if gateways is not None:
-        return ovn.list_gateways(args, gateways)
-    warn_about_weights(policy, snapshot)
+
+def _list_l3_routers(args: argparse.Namespace, snapshot: Snapshot, policy: WeightPolicy) -> int:
     routers = [
         r
         for r in select_routers(snapshot, args.agent, args.unhosted)

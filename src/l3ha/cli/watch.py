@@ -13,7 +13,7 @@ import signal
 import threading
 from typing import Any
 
-from l3ha.cli.common import add_cloud_options
+from l3ha.cli.common import add_cloud_options, load_weight_policy, open_cloud
 
 DESCRIPTION = (
     "Keep every router on a live L3 agent, automatically and safely. Every --interval "
@@ -53,7 +53,6 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from l3ha.cli.common import load_weight_policy, open_cloud
     from l3ha.clock import SystemClock
     from l3ha.cloud.dhcp import NeutronDhcp
     from l3ha.daemon.leader import Leadership, default_member_id
