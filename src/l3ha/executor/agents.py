@@ -20,6 +20,7 @@ from l3ha.cloud.base import Cloud
 from l3ha.errors import L3haError
 from l3ha.executor.lifecycle import require_journal
 from l3ha.journal import Journal, OperationStatus
+from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
 
@@ -80,26 +81,39 @@ def change_agent(
     change: AgentChange,
     *,
     dry_run: bool,
-    current_admin_state: bool | None = None,
-    current_description: str | None = None,
+    current: Agent | None = None,
 ) -> AgentChangeResult:
     """Apply ``change`` (see the module docstring); never raises a cloud error.
 
-    ``current_*``: what the caller last saw, so a change that changes nothing
-    is reported ``unchanged`` without a write.
+    ``current``: the agent as the caller last saw it, so a change that changes
+    nothing is reported ``unchanged`` without a write.
     """
-    wanted = _fields_to_write(change, current_admin_state, current_description)
+    admin, description = changed_fields(change, current)
 
     def write() -> None:
-        for field in wanted:
-            if field == "admin_state_up":
-                cloud.set_admin_state(change.agent_id, bool(change.admin_state_up))
-            else:
-                cloud.set_description(change.agent_id, change.description or "")
+        if admin is not None:
+            cloud.set_admin_state(change.agent_id, admin)
+        if description is not None:
+            cloud.set_description(change.agent_id, description)
 
     return journalled_change(
-        journal, clock, AGENT_CHANGE_KIND, change, write if wanted else None, dry_run=dry_run
+        journal,
+        clock,
+        AGENT_CHANGE_KIND,
+        change,
+        None if admin is None and description is None else write,
+        dry_run=dry_run,
     )
+
+
+def changed_fields(change: AgentChange, current: Agent | None) -> tuple[bool | None, str | None]:
+    """The admin state and description ``change`` sets that ``current`` does not have yet
+    (None: left as it is); every field the change sets when ``current`` is not known."""
+    admin, description = change.admin_state_up, change.description
+    if current is not None:
+        admin = None if admin == current.admin_state_up else admin
+        description = None if description == current.description else description
+    return admin, description
 
 
 def journalled_change(
@@ -134,17 +148,6 @@ def journalled_change(
         raise
     _finish(journal, op_id, OperationStatus.DONE, change.reason, clock.monotonic() - started)
     return AgentChangeResult(change, AgentChangeOutcome.DONE, change.reason, op_id)
-
-
-def _fields_to_write(
-    change: AgentChange, admin_state: bool | None, description: str | None
-) -> list[str]:
-    fields = []
-    if change.admin_state_up is not None and change.admin_state_up != admin_state:
-        fields.append("admin_state_up")
-    if change.description is not None and change.description != description:
-        fields.append("description")
-    return fields
 
 
 def _finish(

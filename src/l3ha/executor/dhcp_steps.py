@@ -18,7 +18,12 @@ from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort
 from l3ha.errors import NotFoundError
-from l3ha.executor.agents import AgentChange, AgentChangeResult, journalled_change
+from l3ha.executor.agents import (
+    AgentChange,
+    AgentChangeResult,
+    changed_fields,
+    journalled_change,
+)
 from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
@@ -166,11 +171,7 @@ def change_dhcp_agent(
 ) -> AgentChangeResult:
     """Set a DHCP agent's admin state/description: journalled, read back, dry run; never
     raises a cloud error (``l3ha.executor.agents.change_agent`` for DHCP agents)."""
-    admin = change.admin_state_up
-    description = change.description
-    if current is not None:
-        admin = None if admin == current.admin_state_up else admin
-        description = None if description == current.description else description
+    admin, description = changed_fields(change, current)
 
     def write() -> None:
         cloud.set_dhcp_agent_state(change.agent_id, admin, description)

@@ -199,7 +199,7 @@ def _bind_unhosted(
     first, rest, not_eligible = writer.first_eligible(move, candidates)
     reasons += not_eligible
     if first is not None:
-        writer.step(record.id, MoveStep.INTENT, target=first.id, detail="recovery")
+        writer.guard.step(record.id, MoveStep.INTENT, target=first.id, detail="recovery")
         written, errors = writer.bind_somewhere(move, record.id, rest, first)
         reasons += errors
         if written is not None:

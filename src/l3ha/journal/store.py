@@ -279,20 +279,12 @@ class Journal:
         now = self._now()
 
         def work(db: sqlite3.Connection) -> None:
-            if target is not None:
-                db.execute(
-                    "UPDATE moves SET step=?, target=?, updated=?, detail=? WHERE id=?",
-                    (step.value, target, now, detail, move_id),
-                )
-            else:
-                db.execute(
-                    "UPDATE moves SET step=?, updated=?, detail=? WHERE id=?",
-                    (step.value, now, detail, move_id),
-                )
             db.execute(
-                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
-                (move_id, step.value, now, detail),
+                "UPDATE moves SET step=?, target=COALESCE(?, target), updated=?, detail=?"
+                " WHERE id=?",
+                (step.value, target, now, detail, move_id),
             )
+            _event(db, move_id, step.value, now, detail)
 
         self._write(work, durable=step is MoveStep.INTENT)
 
@@ -308,10 +300,7 @@ class Journal:
                 " target=COALESCE(?, target) WHERE id=?",
                 (MoveStep.DONE.value, outcome, now, detail, target, move_id),
             )
-            db.execute(
-                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
-                (move_id, f"{MoveStep.DONE.value}:{outcome}", now, detail),
-            )
+            _event(db, move_id, f"{MoveStep.DONE.value}:{outcome}", now, detail)
 
         self._write(work, durable=False)
 
@@ -405,6 +394,14 @@ class Journal:
             if by_outcome is not None:
                 by_outcome[str(outcome)] = int(str(n))
         return [operation_row(op, counts[op.id]) for op in ops]
+
+
+def _event(db: sqlite3.Connection, move_id: int, step: str, at: str, detail: str) -> None:
+    """Append one step of a move to its events."""
+    db.execute(
+        "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
+        (move_id, step, at, detail),
+    )
 
 
 #: The journal's schema: 1 had no version and kept every move's object in ``router_id``;
