@@ -62,16 +62,16 @@ def serving_port(ports: list[DhcpPort], network_id: str, host: str) -> DhcpPort 
     return None
 
 
+@dataclass(frozen=True)
 class DhcpReadiness:
     """The DHCP kind's ``Readiness`` (``l3ha.executor.ports``): a network is ready on a host
     once an agent-owned DHCP port of it there is ACTIVE (``serving_port``)."""
 
-    def __init__(self, cloud: DhcpCloud) -> None:
-        self._cloud = cloud
+    cloud: DhcpCloud
 
     def read(self, object_ids: list[str]) -> dict[str, list[DhcpPort]]:
         by_network: dict[str, list[DhcpPort]] = {n: [] for n in object_ids}
-        for port in self._cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
+        for port in self.cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
             by_network.setdefault(port.network_id, []).append(port)
         return by_network
 
@@ -88,15 +88,13 @@ class SkipMoveError(Exception):
     """The re-check found the move not needed or not allowed any more (the reason)."""
 
 
+@dataclass(frozen=True)
 class DhcpWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(
-        self, cloud: DhcpCloud, guard: JournalGuard, usable: Callable[[Agent | None], bool]
-    ) -> None:
-        self.cloud = cloud
-        self.guard = guard  # the run's journal: a failed write is remembered
-        self.usable = usable  # ``ExecutorOptions.usable``: the run's verdicts applied
+    cloud: DhcpCloud
+    guard: JournalGuard  # the run's journal: a failed write is remembered
+    usable: Callable[[Agent | None], bool]  # ``ExecutorOptions.usable``: the run's verdicts
 
     def hosts(self, network_id: str) -> dict[str, Agent]:
         """The network's DHCP agents now, by id (``SkipMoveError`` when it was deleted)."""
