@@ -50,10 +50,6 @@ def mode_fits(router: Router, agent: Agent) -> bool:
     return agent.can_host_centralized
 
 
-def _plural(count: int, text: str) -> str:
-    return f"{count} {text}"
-
-
 class Targets:
     """Chooses targets for routers against one ``PlanState``."""
 
@@ -194,7 +190,7 @@ class Targets:
             "avoid": "avoided by tag",
             "full": "at capacity",
         }
-        parts = [_plural(n, labels[k]) for k, n in counts.items() if n]
+        parts = [f"{n} {labels[k]}" for k, n in counts.items() if n]
         return f"no eligible agent ({'; '.join(parts) or 'no L3 agents'})"
 
 
