@@ -370,12 +370,8 @@ class Journal:
         """Operations, newest first (``last``: only that many)."""
         if last is not None and last < 1:
             raise BadInputError(f"--last must be at least 1, not {last}")
-        sql = OP_SELECT_STARTED_BY + " ORDER BY id DESC"
-        params: tuple[object, ...] = ()
-        if last is not None:
-            sql += " LIMIT ?"
-            params = (last,)
-        return [operation_from_row(r) for r in self._query(sql, params)]
+        sql = OP_SELECT_STARTED_BY + " ORDER BY id DESC LIMIT ?"  # LIMIT -1: every one
+        return [operation_from_row(r) for r in self._query(sql, (-1 if last is None else last,))]
 
     def history_rows(self, last: int | None = None) -> list[dict[str, object]]:
         """``history`` as flat rows (one per move) for ``l3ha history --moves``."""
