@@ -50,12 +50,12 @@ class SourceWatch:
 
     def __init__(self, require_dead: bool) -> None:
         self.require_dead = require_dead
-        self._revived: dict[str, str] = {}
+        self._revived: set[str] = set()
         self._lock = threading.Lock()
 
-    def mark_revived(self, agent_id: str, host: str) -> None:
+    def mark_revived(self, agent_id: str) -> None:
         with self._lock:
-            self._revived.setdefault(agent_id, host)
+            self._revived.add(agent_id)
 
     def revived(self, agent_id: str | None) -> bool:
         with self._lock:
@@ -133,7 +133,7 @@ class MoveWriter:
             return True
         agent = self.agent(source)
         if agent is not None and self.options.usable(agent):
-            self.sources.mark_revived(agent.id, agent.host)
+            self.sources.mark_revived(agent.id)
             return True
         return False
 
@@ -282,7 +282,7 @@ class MoveWriter:
         if agent is not None and self.options.usable(agent):
             if agent.id == move.source:
                 if self.sources.require_dead:
-                    self.sources.mark_revived(agent.id, agent.host)
+                    self.sources.mark_revived(agent.id)
                 return MoveResult(
                     move,
                     MoveOutcome.SKIPPED,
@@ -440,7 +440,7 @@ class MoveWriter:
         back = self.agent(move.source, fresh=True) if move.source else None
         if isinstance(exc, ReadBackError) and back is not None and self.options.usable(back):
             if self.sources.require_dead:  # its resync topped the router up
-                self.sources.mark_revived(back.id, back.host)
+                self.sources.mark_revived(back.id)
             return MoveResult(
                 move,
                 MoveOutcome.SKIPPED,
