@@ -88,32 +88,16 @@ def change_agent(
     ``current``: the agent as the caller last saw it, so a change that changes
     nothing is reported ``unchanged`` without a write.
     """
-    admin, description = changed_fields(change, current)
 
-    def write() -> None:
+    def write(admin: bool | None, description: str | None) -> None:
         if admin is not None:
             cloud.set_admin_state(change.agent_id, admin)
         if description is not None:
             cloud.set_description(change.agent_id, description)
 
     return journalled_change(
-        journal,
-        clock,
-        AGENT_CHANGE_KIND,
-        change,
-        None if admin is None and description is None else write,
-        dry_run=dry_run,
+        journal, clock, AGENT_CHANGE_KIND, change, write, current=current, dry_run=dry_run
     )
-
-
-def changed_fields(change: AgentChange, current: Agent | None) -> tuple[bool | None, str | None]:
-    """The admin state and description ``change`` sets that ``current`` does not have yet
-    (None: left as it is); every field the change sets when ``current`` is not known."""
-    admin, description = change.admin_state_up, change.description
-    if current is not None:
-        admin = None if admin == current.admin_state_up else admin
-        description = None if description == current.description else description
-    return admin, description
 
 
 def journalled_change(
@@ -121,16 +105,23 @@ def journalled_change(
     clock: Clock,
     kind: str,
     change: AgentChange,
-    write: Callable[[], None] | None,
+    write: Callable[[bool | None, str | None], None],
     *,
+    current: Agent | None,
     dry_run: bool,
     label: str = "agent",
 ) -> AgentChangeResult:
-    """An agent change of any kind: nothing to ``write`` (None), unchanged; a dry run,
-    planned; else ``write`` (the cloud calls of ``change``, each read back) inside a
-    journal operation of ``kind``: begun before the write, finished FAILED on a cloud
-    error (the result says so, nothing raises), DONE otherwise, abandoned on anything else."""
-    if write is None:
+    """An agent change of any kind. What ``change`` sets that ``current`` (the agent as last
+    seen; None: not known) does not have yet is written: ``write(admin_state_up,
+    description)``, None leaving a field as it is. Nothing to write: unchanged; a dry run:
+    planned; else the write (the cloud calls, each read back) inside a journal operation
+    of ``kind``: begun before the write, finished FAILED on a cloud error (the result says
+    so, nothing raises), DONE otherwise, abandoned on anything else."""
+    admin, description = change.admin_state_up, change.description
+    if current is not None:
+        admin = None if admin == current.admin_state_up else admin
+        description = None if description == current.description else description
+    if admin is None and description is None:
         return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
@@ -138,7 +129,7 @@ def journalled_change(
     started = clock.monotonic()
     op_id, _ = journal.begin_operation(kind, change.as_args())
     try:
-        write()
+        write(admin, description)
     except L3haError as exc:
         log.error("changing %s %s failed: %s", label, change.host, exc)
         _finish(journal, op_id, OperationStatus.FAILED, str(exc), clock.monotonic() - started)

@@ -9,6 +9,7 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,7 @@ from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort
 from l3ha.errors import NotFoundError
-from l3ha.executor.agents import (
-    AgentChange,
-    AgentChangeResult,
-    changed_fields,
-    journalled_change,
-)
+from l3ha.executor.agents import AgentChange, AgentChangeResult, journalled_change
 from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
@@ -169,17 +165,13 @@ def change_dhcp_agent(
 ) -> AgentChangeResult:
     """Set a DHCP agent's admin state/description: journalled, read back, dry run; never
     raises a cloud error (``l3ha.executor.agents.change_agent`` for DHCP agents)."""
-    admin, description = changed_fields(change, current)
-
-    def write() -> None:
-        cloud.set_dhcp_agent_state(change.agent_id, admin, description)
-
     return journalled_change(
         journal,
         clock,
         "dhcp-agent-state",  # the journal's operation kind of a DHCP agent change
         change,
-        None if admin is None and description is None else write,
+        functools.partial(cloud.set_dhcp_agent_state, change.agent_id),
+        current=current,
         dry_run=dry_run,
         label="DHCP agent",
     )
