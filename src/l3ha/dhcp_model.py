@@ -15,6 +15,7 @@ is expected is named as such.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -108,11 +109,7 @@ class DhcpSnapshot(AgentView):
 
     @cached_property
     def _ports_by_host(self) -> Mapping[str, int]:
-        counts: dict[str, int] = {}
-        for p in self.ports:
-            if not p.reserved:
-                counts[p.host] = counts.get(p.host, 0) + 1
-        return counts
+        return Counter(p.host for p in self.ports if not p.reserved)
 
     def agents_of_network(self, network_id: str) -> tuple[str, ...]:
         """Ids of the DHCP agents hosting one network (sorted)."""

@@ -74,6 +74,13 @@ class Agent:
         return self.mode in (AgentMode.LEGACY, AgentMode.DVR_SNAT)
 
 
+def down_word(agent: Agent | None) -> str:
+    """What an agent that does not serve is: "dead" or "disabled" ("unknown": no agent)."""
+    if agent is None:
+        return "unknown"
+    return "dead" if not agent.alive else "disabled"
+
+
 @dataclass(frozen=True, slots=True)
 class Router:
     """One Neutron router and the attributes placement cares about."""

@@ -59,18 +59,17 @@ def save_snapshot(snapshot: Snapshot, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     text = json.dumps(snapshot_to_dict(snapshot), indent=1) + "\n"
     directory = target.parent if str(target.parent) else Path(".")
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise BadInputError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
-    try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise BadInputError(f"cannot write snapshot {target}: {exc.strerror or exc}") from exc
 
 

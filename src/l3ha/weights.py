@@ -18,7 +18,7 @@ router is *busy* when its weight is at or above the busy threshold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -74,31 +74,24 @@ class WeightPolicy:
     combine: Combine = Combine.PRECEDENCE
 
     def weighed(self, router: Router) -> Measured:
-        """The router's weight (at least 1) and where it came from."""
+        """The router's weight (at least 1) and where it came from: the first of its
+        weights in precedence order, or with ``Combine.MAX`` the largest (of equal ones,
+        the higher precedence)."""
+        weights = self._weights(router)
         if self.combine is Combine.MAX:
-            return self._largest(router)
+            return max(weights, key=lambda m: m.weight, default=_DEFAULT)
+        return next(weights, _DEFAULT)
+
+    def _weights(self, router: Router) -> Iterator[Measured]:
+        """The router's weights, highest precedence first (each at least 1)."""
         if router.id in self.overrides:
-            return Measured(max(1, self.overrides[router.id]), WeightSource.FILE)
+            yield Measured(max(1, self.overrides[router.id]), WeightSource.FILE)
         tagged = self._tag_weight(router)
         if tagged is not None:
-            return Measured(tagged, WeightSource.TAG)
+            yield Measured(tagged, WeightSource.TAG)
         measured = self.measured.get(router.id)
         if measured is not None:
-            return Measured(max(1, measured.weight), measured.source)
-        return _DEFAULT
-
-    def _largest(self, router: Router) -> Measured:
-        """``Combine.MAX``: the largest weight; of equal ones, the higher precedence."""
-        best = _DEFAULT
-        if router.id in self.overrides:
-            best = Measured(max(1, self.overrides[router.id]), WeightSource.FILE)
-        tagged = self._tag_weight(router)
-        if tagged is not None and (best is _DEFAULT or tagged > best.weight):
-            best = Measured(tagged, WeightSource.TAG)
-        measured = self.measured.get(router.id)
-        if measured is not None and (best is _DEFAULT or measured.weight > best.weight):
-            best = Measured(max(1, measured.weight), measured.source)
-        return best
+            yield Measured(max(1, measured.weight), measured.source)
 
     def weight(self, router: Router) -> int:
         """The load this router puts on an agent (at least 1)."""

@@ -20,6 +20,7 @@ from l3ha.cloud.base import Cloud
 from l3ha.errors import L3haError
 from l3ha.executor.lifecycle import require_journal
 from l3ha.journal import Journal, OperationStatus
+from l3ha.model import Agent
 
 log = logging.getLogger(__name__)
 
@@ -80,25 +81,22 @@ def change_agent(
     change: AgentChange,
     *,
     dry_run: bool,
-    current_admin_state: bool | None = None,
-    current_description: str | None = None,
+    current: Agent | None = None,
 ) -> AgentChangeResult:
     """Apply ``change`` (see the module docstring); never raises a cloud error.
 
-    ``current_*``: what the caller last saw, so a change that changes nothing
-    is reported ``unchanged`` without a write.
+    ``current``: the agent as the caller last saw it, so a change that changes
+    nothing is reported ``unchanged`` without a write.
     """
-    wanted = _fields_to_write(change, current_admin_state, current_description)
 
-    def write() -> None:
-        for field in wanted:
-            if field == "admin_state_up":
-                cloud.set_admin_state(change.agent_id, bool(change.admin_state_up))
-            else:
-                cloud.set_description(change.agent_id, change.description or "")
+    def write(admin: bool | None, description: str | None) -> None:
+        if admin is not None:
+            cloud.set_admin_state(change.agent_id, admin)
+        if description is not None:
+            cloud.set_description(change.agent_id, description)
 
     return journalled_change(
-        journal, clock, AGENT_CHANGE_KIND, change, write if wanted else None, dry_run=dry_run
+        journal, clock, AGENT_CHANGE_KIND, change, write, current=current, dry_run=dry_run
     )
 
 
@@ -107,16 +105,23 @@ def journalled_change(
     clock: Clock,
     kind: str,
     change: AgentChange,
-    write: Callable[[], None] | None,
+    write: Callable[[bool | None, str | None], None],
     *,
+    current: Agent | None,
     dry_run: bool,
     label: str = "agent",
 ) -> AgentChangeResult:
-    """An agent change of any kind: nothing to ``write`` (None), unchanged; a dry run,
-    planned; else ``write`` (the cloud calls of ``change``, each read back) inside a
-    journal operation of ``kind``: begun before the write, finished FAILED on a cloud
-    error (the result says so, nothing raises), DONE otherwise, abandoned on anything else."""
-    if write is None:
+    """An agent change of any kind. What ``change`` sets that ``current`` (the agent as last
+    seen; None: not known) does not have yet is written: ``write(admin_state_up,
+    description)``, None leaving a field as it is. Nothing to write: unchanged; a dry run:
+    planned; else the write (the cloud calls, each read back) inside a journal operation
+    of ``kind``: begun before the write, finished FAILED on a cloud error (the result says
+    so, nothing raises), DONE otherwise, abandoned on anything else."""
+    admin, description = change.admin_state_up, change.description
+    if current is not None:
+        admin = None if admin == current.admin_state_up else admin
+        description = None if description == current.description else description
+    if admin is None and description is None:
         return AgentChangeResult(change, AgentChangeOutcome.UNCHANGED, "already so")
     if dry_run:
         return AgentChangeResult(change, AgentChangeOutcome.PLANNED, change.reason)
@@ -124,7 +129,7 @@ def journalled_change(
     started = clock.monotonic()
     op_id, _ = journal.begin_operation(kind, change.as_args())
     try:
-        write()
+        write(admin, description)
     except L3haError as exc:
         log.error("changing %s %s failed: %s", label, change.host, exc)
         _finish(journal, op_id, OperationStatus.FAILED, str(exc), clock.monotonic() - started)
@@ -134,17 +139,6 @@ def journalled_change(
         raise
     _finish(journal, op_id, OperationStatus.DONE, change.reason, clock.monotonic() - started)
     return AgentChangeResult(change, AgentChangeOutcome.DONE, change.reason, op_id)
-
-
-def _fields_to_write(
-    change: AgentChange, admin_state: bool | None, description: str | None
-) -> list[str]:
-    fields = []
-    if change.admin_state_up is not None and change.admin_state_up != admin_state:
-        fields.append("admin_state_up")
-    if change.description is not None and change.description != description:
-        fields.append("description")
-    return fields
 
 
 def _finish(

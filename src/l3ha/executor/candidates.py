@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from l3ha.model import Agent, AgentMode, Move, Router, Snapshot
+from l3ha.model import Agent, Move, Router, Snapshot
+from l3ha.planner.targets import mode_fits
 
 #: A function giving the fallback targets of a move, or a router id -> targets mapping.
 FallbackTargets = Callable[[Move], Sequence[str]] | Mapping[str, Sequence[str]]
 
 
 def agent_can_take(agent: Agent, router: Router | None) -> bool:
-    """Alive, enabled and of a mode that can host this (non-HA-or-HA, DVR snat) router."""
-    if not agent.usable:
-        return False
-    if router is not None and router.distributed:
-        return agent.mode is AgentMode.DVR_SNAT
-    return agent.can_host_centralized
+    """Alive, enabled and of a mode that can host this router (``None``: a legacy one)."""
+    fits = agent.can_host_centralized if router is None else mode_fits(router, agent)
+    return agent.usable and fits
 
 
 def why_not(agent: Agent, router: Router | None = None) -> str:

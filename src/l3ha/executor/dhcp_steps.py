@@ -9,6 +9,7 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,16 +58,16 @@ def serving_port(ports: list[DhcpPort], network_id: str, host: str) -> DhcpPort 
     return None
 
 
+@dataclass(frozen=True)
 class DhcpReadiness:
     """The DHCP kind's ``Readiness`` (``l3ha.executor.ports``): a network is ready on a host
     once an agent-owned DHCP port of it there is ACTIVE (``serving_port``)."""
 
-    def __init__(self, cloud: DhcpCloud) -> None:
-        self._cloud = cloud
+    cloud: DhcpCloud
 
     def read(self, object_ids: list[str]) -> dict[str, list[DhcpPort]]:
         by_network: dict[str, list[DhcpPort]] = {n: [] for n in object_ids}
-        for port in self._cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
+        for port in self.cloud.dhcp_ports_of_networks(sorted(set(object_ids))):
             by_network.setdefault(port.network_id, []).append(port)
         return by_network
 
@@ -83,15 +84,13 @@ class SkipMoveError(Exception):
     """The re-check found the move not needed or not allowed any more (the reason)."""
 
 
+@dataclass(frozen=True)
 class DhcpWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(
-        self, cloud: DhcpCloud, guard: JournalGuard, usable: Callable[[Agent | None], bool]
-    ) -> None:
-        self.cloud = cloud
-        self.guard = guard  # the run's journal: a failed write is remembered
-        self.usable = usable  # ``ExecutorOptions.usable``: the run's verdicts applied
+    cloud: DhcpCloud
+    guard: JournalGuard  # the run's journal: a failed write is remembered
+    usable: Callable[[Agent | None], bool]  # ``ExecutorOptions.usable``: the run's verdicts
 
     def hosts(self, network_id: str) -> dict[str, Agent]:
         """The network's DHCP agents now, by id (``SkipMoveError`` when it was deleted)."""
@@ -166,21 +165,13 @@ def change_dhcp_agent(
 ) -> AgentChangeResult:
     """Set a DHCP agent's admin state/description: journalled, read back, dry run; never
     raises a cloud error (``l3ha.executor.agents.change_agent`` for DHCP agents)."""
-    admin = change.admin_state_up
-    description = change.description
-    if current is not None:
-        admin = None if admin == current.admin_state_up else admin
-        description = None if description == current.description else description
-
-    def write() -> None:
-        cloud.set_dhcp_agent_state(change.agent_id, admin, description)
-
     return journalled_change(
         journal,
         clock,
         "dhcp-agent-state",  # the journal's operation kind of a DHCP agent change
         change,
-        None if admin is None and description is None else write,
+        functools.partial(cloud.set_dhcp_agent_state, change.agent_id),
+        current=current,
         dry_run=dry_run,
         label="DHCP agent",
     )

@@ -129,15 +129,13 @@ class GatewayReadiness:
         return not waiting, waiting
 
 
+@dataclass(frozen=True)
 class GatewayWriter:
     """Re-checks and writes for one move at a time; thread-safe (no state of its own)."""
 
-    def __init__(
-        self, ovn: NeutronOvn, guard: JournalGuard, usable: Callable[[Agent | None], bool]
-    ) -> None:
-        self.ovn = ovn
-        self.guard = guard
-        self.usable = usable  # ``ExecutorOptions.usable``: the run's verdicts applied
+    ovn: NeutronOvn
+    guard: JournalGuard
+    usable: Callable[[Agent | None], bool]  # ``ExecutorOptions.usable``: the run's verdicts
 
     def recheck(self, move: GatewayMove) -> dict[str, int]:
         """The router's group now (chassis -> priority); ``SkipMoveError`` when the move is

@@ -75,14 +75,14 @@ class Readiness(Protocol):
         ...
 
 
+@dataclass(frozen=True)
 class RouterReadiness:
     """Routers: their ports, ``ports_ready``."""
 
-    def __init__(self, cloud: Cloud) -> None:
-        self._cloud = cloud
+    cloud: Cloud
 
     def read(self, object_ids: list[str]) -> Mapping[str, Sequence[PortState]]:
-        return self._cloud.ports_of_routers(object_ids)
+        return self.cloud.ports_of_routers(object_ids)
 
     def ready(
         self, ports: Sequence[PortState], kind: MoveKind, host: str

@@ -14,6 +14,7 @@ without an outcome is judged by where its router is *now*:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -98,7 +99,13 @@ def recover(
     """
     todo = list(operations) if operations is not None else journal.unfinished_operations()
     writer = MoveWriter(cloud, journal, clock, options or ExecutorOptions(), SourceWatch(False))
-    fallbacks = _LazyFallbacks(cloud, fallback_targets)
+    from_snapshot = functools.cache(lambda: snapshot_candidates(cloud.read_snapshot()))
+
+    def fallbacks(move: Move) -> Sequence[str]:
+        """The given fallbacks, else a snapshot's, read only the first time one is needed."""
+        given = fallback_targets
+        return candidate_list(move, given if given is not None else from_snapshot())
+
     results: list[RecoveryResult] = []
     for op in todo:
         open_moves = [m for m in journal.moves(op.id) if not m.finished]
@@ -122,40 +129,16 @@ def recover(
     return results
 
 
-class _LazyFallbacks:
-    """Fallback targets, reading a snapshot only the first time they are needed."""
-
-    def __init__(self, cloud: Cloud, given: FallbackTargets | None) -> None:
-        self._cloud = cloud
-        self._given = given
-        self._from_snapshot: Callable[[Move], Sequence[str]] | None = None
-
-    def __call__(self, move: Move) -> Sequence[str]:
-        if self._given is not None:
-            return candidate_list(move, self._given)
-        if self._from_snapshot is None:
-            self._from_snapshot = snapshot_candidates(self._cloud.read_snapshot())
-        return candidate_list(move, self._from_snapshot)
-
-
-def _as_move(record: MoveRecord) -> Move:
-    return Move(
-        router_id=record.router_id,
-        kind=MoveKind(record.kind),
-        target=record.target,
-        source=record.source,
-        reason=record.reason,
-    )
-
-
 def _recover_move(
     writer: MoveWriter,
-    fallbacks: _LazyFallbacks,
+    fallbacks: Callable[[Move], Sequence[str]],
     op_id: int,
     record: MoveRecord,
     dry_run: bool,
 ) -> RecoveryResult:
-    move = _as_move(record)
+    move = Move(
+        record.router_id, MoveKind(record.kind), record.target, record.source, record.reason
+    )
 
     def result(action: RecoveryAction, agent: str | None, detail: str) -> RecoveryResult:
         return RecoveryResult(
@@ -184,7 +167,7 @@ def _recover_move(
 
 def _bind_unhosted(
     writer: MoveWriter,
-    fallbacks: _LazyFallbacks,
+    fallbacks: Callable[[Move], Sequence[str]],
     record: MoveRecord,
     move: Move,
     result: Callable[[RecoveryAction, str | None, str], RecoveryResult],
@@ -199,7 +182,7 @@ def _bind_unhosted(
     first, rest, not_eligible = writer.first_eligible(move, candidates)
     reasons += not_eligible
     if first is not None:
-        writer.step(record.id, MoveStep.INTENT, target=first.id, detail="recovery")
+        writer.guard.step(record.id, MoveStep.INTENT, target=first.id, detail="recovery")
         written, errors = writer.bind_somewhere(move, record.id, rest, first)
         reasons += errors
         if written is not None:

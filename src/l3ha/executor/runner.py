@@ -115,6 +115,5 @@ class Executor(ExecutorBase[Cloud]):
             self.clock,
             change,
             dry_run=self.options.dry_run,
-            current_admin_state=current.admin_state_up if current else None,
-            current_description=current.description if current else None,
+            current=current,
         )

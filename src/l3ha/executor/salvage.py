@@ -54,7 +54,7 @@ def salvage(
                 return outcome
             unhosted = outcome  # no agent took it (yet): try again while patient
         delay = writer.options.backoff_delay(attempt)
-        if writer.journal_error or writer.clock.monotonic() + delay > deadline:
+        if writer.guard.error or writer.clock.monotonic() + delay > deadline:
             break
         writer.clock.sleep(delay)
     if unhosted is not None:  # the runner logs it as an error
@@ -74,7 +74,7 @@ def _salvage_once(
     hosting = writer.hosting(move.router_id)
     if hosting:
         return _judge_hosted(writer, move, hosting, error)
-    if writer.journal_error:  # no intent can be recorded: write nothing blind
+    if writer.guard.error:  # no intent can be recorded: write nothing blind
         return MoveResult(
             move,
             MoveOutcome.UNHOSTED,
@@ -82,7 +82,9 @@ def _salvage_once(
         )
     first, rest, reasons = writer.first_eligible(move, candidates)
     if first is not None:
-        writer.step(move_id, MoveStep.INTENT, target=first.id, detail=f"salvage after: {error}")
+        writer.guard.step(
+            move_id, MoveStep.INTENT, target=first.id, detail=f"salvage after: {error}"
+        )
         written, errors = writer.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return replace(written, note=f"re-bound after: {error}")

@@ -50,12 +50,12 @@ class SourceWatch:
 
     def __init__(self, require_dead: bool) -> None:
         self.require_dead = require_dead
-        self._revived: dict[str, str] = {}
+        self._revived: set[str] = set()
         self._lock = threading.Lock()
 
-    def mark_revived(self, agent_id: str, host: str) -> None:
+    def mark_revived(self, agent_id: str) -> None:
         with self._lock:
-            self._revived.setdefault(agent_id, host)
+            self._revived.add(agent_id)
 
     def revived(self, agent_id: str | None) -> bool:
         with self._lock:
@@ -89,10 +89,6 @@ class MoveWriter:
         self.agents = AgentView(cloud, clock, options.agent_recheck_interval)
         self.guard = JournalGuard(journal)  # remembers a failed write: no more moves start
 
-    @property
-    def journal_error(self) -> str:
-        return self.guard.error
-
     # --- helpers ---------------------------------------------------------
 
     def hosting(self, router_id: str) -> set[str]:
@@ -125,12 +121,6 @@ class MoveWriter:
         reason = why_not(agent, self.routers.get(router_id))
         return (None, reason) if reason else (agent, "")
 
-    def step(
-        self, move_id: int, step: MoveStep, target: str | None = None, detail: str = ""
-    ) -> None:
-        """Journal one step; a failure is remembered in ``journal_error`` and re-raised."""
-        self.guard.step(move_id, step, target=target, detail=detail)
-
     # --- source re-check (rule 5) ------------------------------------------
 
     def source_came_back(self, source: str | None) -> bool:
@@ -143,7 +133,7 @@ class MoveWriter:
             return True
         agent = self.agent(source)
         if agent is not None and self.options.usable(agent):
-            self.sources.mark_revived(agent.id, agent.host)
+            self.sources.mark_revived(agent.id)
             return True
         return False
 
@@ -162,7 +152,7 @@ class MoveWriter:
                 if agent is None:
                     errors.append(reason)
                     continue
-                self.step(
+                self.guard.step(
                     move_id,
                     MoveStep.INTENT,
                     target=agent.id,
@@ -178,8 +168,8 @@ class MoveWriter:
                     if hosting and move.kind is not MoveKind.ADD_REPLICA:
                         break  # someone else hosted it meanwhile; do not fight over it
                     continue
-            self.step(move_id, MoveStep.BOUND, target=agent.id)
-            self.step(move_id, MoveStep.VERIFIED, target=agent.id)
+            self.guard.step(move_id, MoveStep.BOUND, target=agent.id)
+            self.guard.step(move_id, MoveStep.VERIFIED, target=agent.id)
             note = f"fallback after: {'; '.join(errors)}" if errors else ""
             return Written(agent.id, agent.host, attempts, note), errors
         return None, errors
@@ -228,7 +218,7 @@ class MoveWriter:
                 MoveOutcome.FAILED,
                 "no eligible target (" + "; ".join(reasons) + "); left on the source",
             )
-        self.step(move_id, MoveStep.INTENT, target=first.id)
+        self.guard.step(move_id, MoveStep.INTENT, target=first.id)
         assert move.source is not None
         source = move.source
         try:
@@ -239,7 +229,7 @@ class MoveWriter:
                 return self.landed_elsewhere(move, move_id, hosting, [str(exc)], candidates)
             if source in hosting:
                 return MoveResult(move, MoveOutcome.FAILED, f"unbind from the source failed: {exc}")
-        self.step(move_id, MoveStep.UNBOUND)
+        self.guard.step(move_id, MoveStep.UNBOUND)
         if hosting:
             seen = "found there when the unbind was read back"
             return self.landed_elsewhere(move, move_id, hosting, [seen], candidates)
@@ -292,7 +282,7 @@ class MoveWriter:
         if agent is not None and self.options.usable(agent):
             if agent.id == move.source:
                 if self.sources.require_dead:
-                    self.sources.mark_revived(agent.id, agent.host)
+                    self.sources.mark_revived(agent.id)
                 return MoveResult(
                     move,
                     MoveOutcome.SKIPPED,
@@ -300,7 +290,7 @@ class MoveWriter:
                     target=agent.id,
                 )
             note = f"Neutron scheduled it to {agent.host} ({why})"
-            self.step(move_id, MoveStep.VERIFIED, target=agent.id, detail=note)
+            self.guard.step(move_id, MoveStep.VERIFIED, target=agent.id, detail=note)
             return Written(agent.id, agent.host, 0, note)
         unusable = why_not(agent) if agent is not None else f"{where[0]} does not exist"
         grabbed = f"Neutron scheduled it to {', '.join(where)} ({why}) and {unusable}"
@@ -316,14 +306,16 @@ class MoveWriter:
         if first is None:
             reason = f"{grabbed}; no eligible target to move it on ({'; '.join(reasons)})"
             return MoveResult(move, MoveOutcome.FAILED, reason, target=holder.id)
-        self.step(move_id, MoveStep.INTENT, target=first.id, detail=f"{grabbed}; moving it on")
+        self.guard.step(
+            move_id, MoveStep.INTENT, target=first.id, detail=f"{grabbed}; moving it on"
+        )
         try:
             self.unbind(move.router_id, holder.id)
         except L3haError as exc:
             if holder.id in self.hosting(move.router_id):
                 reason = f"{grabbed}; unbinding it from there failed: {exc}"
                 return MoveResult(move, MoveOutcome.FAILED, reason, target=holder.id)
-        self.step(move_id, MoveStep.UNBOUND, detail=f"off {holder.host}")
+        self.guard.step(move_id, MoveStep.UNBOUND, detail=f"off {holder.host}")
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return replace(written, note=f"{grabbed}; moved on to {written.host}")
@@ -345,14 +337,16 @@ class MoveWriter:
         source = self.agent(move.source) if move.source else None
         if source is None or not self.options.usable(source):
             return None
-        self.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
+        self.guard.step(move_id, MoveStep.INTENT, target=source.id, detail="rollback to source")
         try:
             hosting = _hosts(self.cloud.bind(move.router_id, source.id))
         except L3haError:  # refused, or not readable: judged by one more read
             hosting = self.hosting(move.router_id)
         if source.id not in hosting:
             return None
-        self.step(move_id, MoveStep.VERIFIED, target=source.id, detail="rolled back to source")
+        self.guard.step(
+            move_id, MoveStep.VERIFIED, target=source.id, detail="rolled back to source"
+        )
         return source.id
 
     def _bind(self, move: Move, move_id: int, candidates: list[str]) -> MoveResult | Written:
@@ -403,7 +397,7 @@ class MoveWriter:
         first, rest, reasons = self.first_eligible(move, candidates)
         if first is None:
             return MoveResult(move, failure, f"{messages[0]} ({'; '.join(reasons)})")
-        self.step(move_id, MoveStep.INTENT, target=first.id)
+        self.guard.step(move_id, MoveStep.INTENT, target=first.id)
         written, errors = self.bind_somewhere(move, move_id, rest, first)
         if written is not None:
             return written
@@ -431,14 +425,14 @@ class MoveWriter:
                 MoveOutcome.SKIPPED,
                 f"{SOURCE_BACK}: its replica is kept next to {', '.join(sorted(others))}",
             )
-        self.step(move_id, MoveStep.INTENT)
+        self.guard.step(move_id, MoveStep.INTENT)
         try:
             self.unbind(move.router_id, source)
         except L3haError as exc:
             if source in self.hosting(move.router_id):
                 return self._replica_kept(move, exc)
-        self.step(move_id, MoveStep.UNBOUND)
-        self.step(move_id, MoveStep.VERIFIED)
+        self.guard.step(move_id, MoveStep.UNBOUND)
+        self.guard.step(move_id, MoveStep.VERIFIED)
         return MoveResult(move, MoveOutcome.MOVED, "replica removed")
 
     def _replica_kept(self, move: Move, exc: L3haError) -> MoveResult:
@@ -446,7 +440,7 @@ class MoveWriter:
         back = self.agent(move.source, fresh=True) if move.source else None
         if isinstance(exc, ReadBackError) and back is not None and self.options.usable(back):
             if self.sources.require_dead:  # its resync topped the router up
-                self.sources.mark_revived(back.id, back.host)
+                self.sources.mark_revived(back.id)
             return MoveResult(
                 move,
                 MoveOutcome.SKIPPED,

@@ -129,7 +129,7 @@ def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
         kind=str(kind),
         args=json.loads(str(args)),
         started=str(started),
-        finished=None if finished is None else str(finished),
+        finished=_optional(finished),
         status=OperationStatus(str(status)),
         pid=int(str(pid)),
         host=str(host),
@@ -139,35 +139,24 @@ def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
 
 
 def move_from_row(row: tuple[object, ...]) -> MoveRecord:
-    (
-        mv_id,
-        op_id,
-        seq,
-        router,
-        source,
-        target,
-        kind,
-        reason,
-        step,
-        outcome,
-        created,
-        updated,
-        detail,
-        object_kind,
-    ) = row
+    """A ``MOVE_SELECT`` row (its columns are the record's fields, in order)."""
     return MoveRecord(
-        id=int(str(mv_id)),
-        operation_id=int(str(op_id)),
-        seq=int(str(seq)),
-        object_id=str(router),
-        source=None if source is None else str(source),
-        target=None if target is None else str(target),
-        kind=str(kind),
-        reason=str(reason),
-        step=MoveStep(str(step)),
-        outcome=None if outcome is None else str(outcome),
-        created=str(created),
-        updated=str(updated),
-        detail=str(detail),
-        object_kind=ObjectKind(str(object_kind)),
+        id=int(str(row[0])),
+        operation_id=int(str(row[1])),
+        seq=int(str(row[2])),
+        object_id=str(row[3]),
+        source=_optional(row[4]),
+        target=_optional(row[5]),
+        kind=str(row[6]),
+        reason=str(row[7]),
+        step=MoveStep(str(row[8])),
+        outcome=_optional(row[9]),
+        created=str(row[10]),
+        updated=str(row[11]),
+        detail=str(row[12]),
+        object_kind=ObjectKind(str(row[13])),
     )
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -279,20 +279,12 @@ class Journal:
         now = self._now()
 
         def work(db: sqlite3.Connection) -> None:
-            if target is not None:
-                db.execute(
-                    "UPDATE moves SET step=?, target=?, updated=?, detail=? WHERE id=?",
-                    (step.value, target, now, detail, move_id),
-                )
-            else:
-                db.execute(
-                    "UPDATE moves SET step=?, updated=?, detail=? WHERE id=?",
-                    (step.value, now, detail, move_id),
-                )
             db.execute(
-                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
-                (move_id, step.value, now, detail),
+                "UPDATE moves SET step=?, target=COALESCE(?, target), updated=?, detail=?"
+                " WHERE id=?",
+                (step.value, target, now, detail, move_id),
             )
+            _event(db, move_id, step.value, now, detail)
 
         self._write(work, durable=step is MoveStep.INTENT)
 
@@ -308,10 +300,7 @@ class Journal:
                 " target=COALESCE(?, target) WHERE id=?",
                 (MoveStep.DONE.value, outcome, now, detail, target, move_id),
             )
-            db.execute(
-                "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
-                (move_id, f"{MoveStep.DONE.value}:{outcome}", now, detail),
-            )
+            _event(db, move_id, f"{MoveStep.DONE.value}:{outcome}", now, detail)
 
         self._write(work, durable=False)
 
@@ -381,12 +370,8 @@ class Journal:
         """Operations, newest first (``last``: only that many)."""
         if last is not None and last < 1:
             raise BadInputError(f"--last must be at least 1, not {last}")
-        sql = OP_SELECT_STARTED_BY + " ORDER BY id DESC"
-        params: tuple[object, ...] = ()
-        if last is not None:
-            sql += " LIMIT ?"
-            params = (last,)
-        return [operation_from_row(r) for r in self._query(sql, params)]
+        sql = OP_SELECT_STARTED_BY + " ORDER BY id DESC LIMIT ?"  # LIMIT -1: every one
+        return [operation_from_row(r) for r in self._query(sql, (-1 if last is None else last,))]
 
     def history_rows(self, last: int | None = None) -> list[dict[str, object]]:
         """``history`` as flat rows (one per move) for ``l3ha history --moves``."""
@@ -405,6 +390,14 @@ class Journal:
             if by_outcome is not None:
                 by_outcome[str(outcome)] = int(str(n))
         return [operation_row(op, counts[op.id]) for op in ops]
+
+
+def _event(db: sqlite3.Connection, move_id: int, step: str, at: str, detail: str) -> None:
+    """Append one step of a move to its events."""
+    db.execute(
+        "INSERT INTO events (move_id, step, at, detail) VALUES (?, ?, ?, ?)",
+        (move_id, step, at, detail),
+    )
 
 
 #: The journal's schema: 1 had no version and kept every move's object in ``router_id``;

@@ -1,6 +1,6 @@
 """The world after a plan: apply its moves to a snapshot's bindings. Pure.
 
-Used by tests (plan again on the result) and by dry-run output. New HA
+Used by the tests (planning again on the result gives nothing). New HA
 replicas start as ``standby``. A move that does not fit the snapshot (its
 source binding is missing, or its target already hosts the router) raises
 ``BadInputError``.

@@ -41,7 +41,7 @@ from l3ha.dhcp_model import (
     usable,
 )
 from l3ha.errors import BadInputError
-from l3ha.model import Agent
+from l3ha.model import Agent, down_word
 
 EVACUATE = "dhcp-evacuate"
 DRAIN = "dhcp-drain"
@@ -179,9 +179,7 @@ def plan_dhcp_drain(snapshot: DhcpSnapshot, source_id: str, policy: DhcpPolicy) 
     return plan_dhcp_evacuate(snapshot, source_id, policy, action=DRAIN)
 
 
-def plan_dhcp_return(
-    snapshot: DhcpSnapshot, network_ids: list[str], target_id: str
-) -> DhcpPlan:
+def plan_dhcp_return(snapshot: DhcpSnapshot, network_ids: list[str], target_id: str) -> DhcpPlan:
     """Networks back onto ``target_id`` (a host restored after maintenance), each moved off
     its busiest hosting agent, make before break. Networks gone, already on the target,
     or with no other host are left alone; an unusable target gets nothing."""
@@ -238,7 +236,7 @@ def _fill(world: _World, network: Network) -> tuple[list[DhcpMove], int]:
         else:
             agent = world.agent(source)
             where = agent.host if agent else source
-            reason = f"replace the copy on {_state(agent)} agent {where}"
+            reason = f"replace the copy on {down_word(agent)} agent {where}"
             moves.append(DhcpMove(network.id, DhcpMoveKind.MOVE, target.id, source, reason, True))
             world.remove(network.id, source)
         world.add(network.id, target.id)
@@ -260,7 +258,7 @@ def _trim(world: _World, network: Network) -> list[DhcpMove]:
         return moves
     for agent_id in sorted(world.hosts.get(network.id, set())):
         if not usable(world.agent(agent_id)):
-            state = _state(world.agent(agent_id))
+            state = down_word(world.agent(agent_id))
             moves.append(
                 _removal(network.id, agent_id, f"copy on {state} agent (--trim)", down=True)
             )
@@ -272,12 +270,6 @@ def _removal(
     network_id: str, agent_id: str, reason: str, *, down: bool = False, serves: bool = True
 ) -> DhcpMove:
     return DhcpMove(network_id, DhcpMoveKind.REMOVE, None, agent_id, reason, down, serves)
-
-
-def _state(agent: Agent | None) -> str:
-    if agent is None:
-        return "unknown"
-    return "dead" if not agent.alive else "disabled"
 
 
 def _no_target(policy: DhcpPolicy) -> str:

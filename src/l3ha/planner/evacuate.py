@@ -145,10 +145,7 @@ def _order(
     )
     canary = quiet[:canary_size]
     chosen = {r.id for r in canary}
-    rest = sorted(
-        (r for r in routers if r.id not in chosen),
-        key=lambda r: (not state.cost(r)[1], -state.cost(r)[0], r.id),
-    )
+    rest = sorted((r for r in routers if r.id not in chosen), key=state.busy_first)
     return canary, rest
 
 

@@ -58,6 +58,11 @@ class PlanState:
             self._costs[router.id] = cached
         return cached
 
+    def busy_first(self, router: Router) -> tuple[bool, int, str]:
+        """The order routers are placed in: busy ones first, heaviest first, then by id."""
+        weight, busy = self.cost(router)
+        return (not busy, -weight, router.id)
+
     def _holders_of(self, router_id: str) -> list[str]:
         holders = self._holders.get(router_id)
         if holders is None:
@@ -68,20 +73,19 @@ class PlanState:
 
     def add(self, router: Router, agent_id: str) -> None:
         """Count a binding of ``router`` on ``agent_id``."""
-        weight, busy = self.cost(router)
-        self.count[agent_id] += 1
-        self.weight[agent_id] += weight
-        self.busy[agent_id] += int(busy)
+        self._change(router, agent_id, 1)
         self._holders_of(router.id).append(agent_id)
-        self.changed.append(agent_id)
 
     def remove(self, router: Router, agent_id: str) -> None:
         """Forget a binding of ``router`` on ``agent_id``."""
-        weight, busy = self.cost(router)
-        self.count[agent_id] -= 1
-        self.weight[agent_id] -= weight
-        self.busy[agent_id] -= int(busy)
+        self._change(router, agent_id, -1)
         self._holders_of(router.id).remove(agent_id)
+
+    def _change(self, router: Router, agent_id: str, sign: int) -> None:
+        weight, busy = self.cost(router)
+        self.count[agent_id] += sign
+        self.weight[agent_id] += sign * weight
+        self.busy[agent_id] += sign * int(busy)
         self.changed.append(agent_id)
 
     def move(self, router: Router, source: str, target: str) -> None:

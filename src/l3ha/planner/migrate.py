@@ -44,7 +44,7 @@ def plan_migrate(
             message=f"migrate: no live, enabled agent can take {len(routers)} router(s)",
             evidence={"routers": len(routers)},
         )
-    routers.sort(key=lambda r: (not state.cost(r)[1], -state.cost(r)[0], r.id))
+    routers.sort(key=state.busy_first)
     for router in routers:
         _migrate_one(snapshot, router, targets, out)
     return out.plan("migrate")

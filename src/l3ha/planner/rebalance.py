@@ -22,7 +22,7 @@ from l3ha.planner.balance import UNLIMITED, Balancer, Limits, Phase
 from l3ha.planner.evacuate import check_allowed_targets
 from l3ha.planner.lowerbound import balance_bound
 from l3ha.planner.policy import PlacementPolicy, agent_named, avoided_hosts, preferred_hosts
-from l3ha.planner.targets import mode_fits
+from l3ha.planner.targets import eligible_pool, mode_fits
 from l3ha.weights import WeightPolicy
 
 
@@ -56,18 +56,6 @@ def plan_rebalance(
     return Plan(action="rebalance", moves=moves, warnings=warnings, lower_bound=bound)
 
 
-def _pool(snapshot: Snapshot, placement: PlacementPolicy) -> list[Agent]:
-    allowed = placement.allowed_targets
-    return sorted(
-        (
-            a
-            for a in snapshot.agents
-            if a.usable and a.can_host_centralized and (allowed is None or a.id in allowed)
-        ),
-        key=lambda a: a.id,
-    )
-
-
 _Candidate = tuple[int, int, Router, int, bool]  # leave key, weight, router, agent, busy
 
 
@@ -84,7 +72,7 @@ class _Scan:
 
 
 def _build(snapshot: Snapshot, placement: PlacementPolicy, weights: WeightPolicy) -> _World:
-    pool = _pool(snapshot, placement)
+    pool = list(eligible_pool(snapshot.agents, placement))
     scan = _scan(snapshot, pool, weights)
     movable = [scan.candidates[rid] for rid in _leaving_order(scan.candidates, scan.doubled)]
     routers = [c[2] for c in movable]

@@ -12,7 +12,7 @@ gates) and reported as a warning.
 
 from __future__ import annotations
 
-from l3ha.model import Agent, Binding, HAState, Plan, Router, Snapshot
+from l3ha.model import Agent, Binding, HAState, Plan, Router, Snapshot, down_word
 from l3ha.planner.builder import PlanBuilder, bind_router, replace_binding
 from l3ha.planner.load import PlanState
 from l3ha.planner.policy import PlacementPolicy
@@ -26,21 +26,14 @@ def plan_repair(snapshot: Snapshot, placement: PlacementPolicy, weights: WeightP
     targets = Targets(snapshot, placement, state)
     out = PlanBuilder()
     hosted = {b.router_id for b in snapshot.bindings}
-    unhosted = sorted(
-        (r for r in snapshot.routers if r.id not in hosted),
-        key=lambda r: (not state.cost(r)[1], -state.cost(r)[0], r.id),
-    )
+    unhosted = sorted((r for r in snapshot.routers if r.id not in hosted), key=state.busy_first)
     for router in unhosted:
         bind_router(router, targets, out, "repair: router has no agent")
     for router, agent in _dead_replicas(snapshot, targets):
-        why = f"repair: HA replica on {_health_word(agent)} agent {agent.host}"
+        why = f"repair: HA replica on {down_word(agent)} agent {agent.host}"
         replace_binding(router, agent, targets, out, why)
     _warn_stranded(snapshot, targets, out)
     return out.plan("repair")
-
-
-def _health_word(agent: Agent) -> str:
-    return "dead" if not agent.alive else "disabled"
 
 
 def _on_unhealthy(snapshot: Snapshot) -> list[Binding]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from l3ha.model import Agent, AgentMode, Router, Snapshot
@@ -50,8 +50,15 @@ def mode_fits(router: Router, agent: Agent) -> bool:
     return agent.can_host_centralized
 
 
-def _plural(count: int, text: str) -> str:
-    return f"{count} {text}"
+def eligible_pool(agents: Iterable[Agent], policy: PlacementPolicy) -> tuple[Agent, ...]:
+    """The agents that may take routers, by id: usable, of a mode that hosts routers, in
+    ``--to`` when given."""
+    allowed = policy.allowed_targets
+    return tuple(
+        a
+        for a in sorted(agents, key=lambda a: a.id)
+        if a.usable and a.can_host_centralized and (allowed is None or a.id in allowed)
+    )
 
 
 class Targets:
@@ -62,12 +69,7 @@ class Targets:
         self.state = state
         self.agents = tuple(sorted(snapshot.agents, key=lambda a: a.id))
         self.by_id = {a.id: a for a in self.agents}
-        allowed = policy.allowed_targets
-        self.pool = tuple(
-            a
-            for a in self.agents
-            if a.usable and a.can_host_centralized and (allowed is None or a.id in allowed)
-        )
+        self.pool = eligible_pool(self.agents, policy)
         self.snat_pool = tuple(a for a in self.pool if a.mode == AgentMode.DVR_SNAT)
         self.limited = (
             policy.max_routers_per_agent is not None or policy.max_weight_per_agent is not None
@@ -194,7 +196,7 @@ class Targets:
             "avoid": "avoided by tag",
             "full": "at capacity",
         }
-        parts = [_plural(n, labels[k]) for k, n in counts.items() if n]
+        parts = [f"{n} {labels[k]}" for k, n in counts.items() if n]
         return f"no eligible agent ({'; '.join(parts) or 'no L3 agents'})"
 
 
