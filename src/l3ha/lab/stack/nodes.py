@@ -11,13 +11,14 @@ file are ``HOST/ROLE``.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from l3ha.lab.netns import add_namespace, delete_namespace
 from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, ovs_agent_ini
 from l3ha.lab.stack.fabric import cut_link, fabric, plug, restore_link
 from l3ha.lab.stack.processes import StateFile, kill_now, pids_naming, spawn, stop_groups
-from l3ha.lab.stack.services import NEUTRON_ENV, l3ha_python, neutron_bin
+from l3ha.lab.stack.services import NEUTRON_ENV, neutron_bin
 from l3ha.lab.stack.spec import (
     BROKER_PORT_IN_NODE,
     PHYS_BRIDGE,
@@ -83,7 +84,7 @@ class Node:
         (self.dir / "dnsmasq.conf").write_text("user=root\n")
 
     def start_relay(self, ports: Ports) -> None:
-        argv = [l3ha_python(), "-m", "l3ha.lab.stack.relay", self.host]
+        argv = [sys.executable, "-m", "l3ha.lab.stack.relay", self.host]
         argv += [str(BROKER_PORT_IN_NODE), str(ports.rabbit)]
         self.state.record(self.role("relay"), spawn("relay", argv, self.dir))
 

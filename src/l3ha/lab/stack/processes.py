@@ -76,11 +76,6 @@ def run(argv: list[str], *, env: Mapping[str, str] | None = None, timeout: float
     return result.stdout
 
 
-def stop_group(pid: int, grace: float = 10.0) -> bool:
-    """SIGTERM ``pid``'s process group (it leads one), SIGKILL after ``grace``; True if it ran."""
-    return bool(stop_groups([pid], grace))
-
-
 def stop_groups(
     pids: Iterable[int], grace: float = 10.0, awaited: Iterable[int] | None = None
 ) -> list[int]:

@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from l3ha.lab.stack.processes import (
     port_open,
     run,
     spawn,
-    stop_group,
+    stop_groups,
     wait_for,
 )
 from l3ha.lab.stack.spec import Ports
@@ -139,7 +138,7 @@ def wait_for_rabbit(ports: Ports) -> None:
 def stop_rabbit(state: StateFile) -> None:
     pid = state.forget("rabbit")
     if pid is not None:
-        stop_group(pid, grace=20)
+        stop_groups([pid], grace=20)
 
 
 def neutron_python() -> Path:
@@ -256,7 +255,3 @@ def check_pymysql(python: Path) -> None:
         raise StackError(
             f"{python} cannot import pymysql: install PyMySQL in the Neutron virtualenv"
         ) from exc
-
-
-def l3ha_python() -> str:
-    return sys.executable

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from l3ha.errors import UserError
 from l3ha.lab.netns import list_namespaces
@@ -26,6 +27,7 @@ from l3ha.lab.stack.fabric import fabric, make_fabric, make_vm
 from l3ha.lab.stack.nodes import Node
 from l3ha.lab.stack.processes import StackError, StateFile, free_ports, stop_groups
 from l3ha.lab.stack.spec import (
+    CLIENT_NS,
     CLOUD_NAME,
     Ports,
     StackSpec,
@@ -37,6 +39,7 @@ from l3ha.lab.stack.teardown import teardown
 from l3ha.lab.stack.topology import (
     NeutronHttp,
     create_topology,
+    gateway_addresses,
     wait_for_agents,
     wait_for_gateways,
     wait_for_routers,
@@ -54,6 +57,7 @@ REQUIRED_PROGRAMS = (
 )
 AGENT_TIMEOUT_S = 180.0
 ROUTER_TIMEOUT_S = 240.0
+T = TypeVar("T")
 
 
 class StackInputError(UserError):
@@ -194,26 +198,28 @@ def stack_up(spec: StackSpec, directory: Path) -> Stack:
     state.data.update(spec=asdict(spec), ports=asdict(ports), python=str(python))
     state.save()
     stack = Stack(spec, layout, ports, python)
-    try:
-        _bring_up(stack, state)
-    except BaseException as exc:
-        kept = keep_logs(layout)
-        teardown(directory)
-        if isinstance(exc, StackError):
-            raise StackError(f"{exc} (logs kept in {kept})") from exc
-        raise
+    up_or_torn_down(layout, lambda: _bring_up(stack, state), teardown)
     return stack
 
 
-def keep_logs(layout: StackLayout) -> Path:
-    """Copy the stack's logs to DIR.failed (replacing an older copy) before teardown."""
-    kept = layout.root.with_name(layout.root.name + ".failed")
-    shutil.rmtree(kept, ignore_errors=True)
-    for log in [*layout.root.rglob("*.out"), *layout.root.rglob("*.log")]:
-        target = kept / log.relative_to(layout.root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
-    return kept
+def up_or_torn_down(
+    layout: StackLayout, bring_up: Callable[[], T], tear_down: Callable[[Path], object]
+) -> T:
+    """``bring_up()``; on any failure copy the stack's logs to DIR.failed (replacing an
+    older copy), ``tear_down`` the directory, then re-raise."""
+    try:
+        return bring_up()
+    except BaseException as exc:
+        kept = layout.root.with_name(layout.root.name + ".failed")
+        shutil.rmtree(kept, ignore_errors=True)
+        for log in [*layout.root.rglob("*.out"), *layout.root.rglob("*.log")]:
+            target = kept / log.relative_to(layout.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, target)
+        tear_down(layout.root)
+        if isinstance(exc, StackError):
+            raise StackError(f"{exc} (logs kept in {kept})") from exc
+        raise
 
 
 def _bring_up(stack: Stack, state: StateFile) -> None:
@@ -249,7 +255,7 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
         make_vm(fab, index)
     timer.done("topology created")
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
-    wait_for_gateways(stack.api, ROUTER_TIMEOUT_S)
+    wait_for_gateways(CLIENT_NS, gateway_addresses(stack.api), ROUTER_TIMEOUT_S)
     timer.done("routers answer")
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
 
