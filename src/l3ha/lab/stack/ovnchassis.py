@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l3ha.lab.netns import LabCommandError, add_namespace, ip
+from l3ha.lab.stack.fabric import fabric, plug
 from l3ha.lab.stack.ovncentral import OVN_PHYSNET
 from l3ha.lab.stack.ovnspec import (
     EXTERNAL_BRIDGE,
@@ -30,21 +31,12 @@ from l3ha.lab.stack.ovnspec import (
     underlay_ip,
 )
 from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_groups, wait_for
+from l3ha.lab.stack.spec import CLIENT_CIDR
 from l3ha.lab.stack.vswitch import Ovs
-
-CLIENT_CIDR = "169.254.96.1/20"
 
 
 def ovn_fabric(state: StateFile, root: Path) -> Ovs:
-    return Ovs(OVN_FABRIC_NS, root / "fab", state, "fab")
-
-
-def _plug(fab: Ovs, switch: str, fabric_end: str, namespace: str, device: str) -> None:
-    ip("-n", OVN_FABRIC_NS, "link", "add", fabric_end, "type", "veth", "peer", "name", device,
-       "netns", namespace)  # fmt: skip
-    ip("-n", OVN_FABRIC_NS, "link", "set", fabric_end, "up")
-    ip("-n", namespace, "link", "set", device, "up")
-    fab.vsctl("--may-exist", "add-port", switch, fabric_end)
+    return fabric(state, root, OVN_FABRIC_NS)
 
 
 def claim_ovn_fabric() -> bool:
@@ -64,7 +56,7 @@ def make_ovn_fabric(fab: Ovs) -> None:
     fab.add_bridge(UNDERLAY_SWITCH)
     fab.add_bridge(EXTERNAL_SWITCH)
     add_namespace(OVN_CLIENT_NS)
-    _plug(fab, EXTERNAL_SWITCH, "client", OVN_CLIENT_NS, "eth0")
+    plug(fab, "client", OVN_CLIENT_NS, "eth0", switch=EXTERNAL_SWITCH)
     ip("-n", OVN_CLIENT_NS, "address", "add", CLIENT_CIDR, "dev", "eth0")
 
 
@@ -80,8 +72,8 @@ class Chassis:
         """Namespace, veths, Open vSwitch, OVN settings and ovn-controller."""
         add_namespace(self.host)
         underlay, external = fabric_ports(self.host)
-        _plug(fab, UNDERLAY_SWITCH, underlay, self.host, "ul")
-        _plug(fab, EXTERNAL_SWITCH, external, self.host, "ex")
+        plug(fab, underlay, self.host, "ul", switch=UNDERLAY_SWITCH)
+        plug(fab, external, self.host, "ex", switch=EXTERNAL_SWITCH)
         self.ovs.start()
         self.ovs.add_bridge(UNDERLAY_BRIDGE, "ul")
         self.ovs.add_bridge(EXTERNAL_BRIDGE, "ex")
