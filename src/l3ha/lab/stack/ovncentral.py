@@ -20,7 +20,6 @@ from l3ha.lab.stack.processes import (
     port_open,
     run,
     spawn,
-    stop_groups,
     wait_for,
 )
 from l3ha.lab.stack.services import (
@@ -76,16 +75,11 @@ class OvnCentral:
         self.state.record(f"ovn/{name}", spawn(f"ovsdb-{name}", argv, self.logs))
         wait_for(f"the OVN {name} database", sock.exists, 30)
 
-    def stop_db(self, name: str) -> None:
-        pid = self.state.forget(f"ovn/{name}")
-        if pid is not None:
-            stop_groups([pid], grace=5)
-
     def restart_sb(self, down_s: float) -> None:
         """Stop the southbound ovsdb-server for ``down_s`` seconds, then start it again."""
         import time
 
-        self.stop_db("sb")
+        self.state.stop("ovn/sb", grace=5)
         time.sleep(down_s)
         self.start_db("sb")
 
@@ -96,8 +90,7 @@ class OvnCentral:
         return run(["ovn-sbctl", f"--db=unix:{self.sb}", "--no-leader-only", *args])
 
     def stop(self) -> None:
-        pids = [self.state.forget(f"ovn/{role}") for role in ("northd", "sb", "nb")]
-        stop_groups([pid for pid in pids if pid is not None], grace=5)
+        self.state.stop("ovn/northd", "ovn/sb", "ovn/nb", grace=5)
 
 
 def start_ovn_neutron(

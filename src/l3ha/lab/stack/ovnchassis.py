@@ -30,7 +30,7 @@ from l3ha.lab.stack.ovnspec import (
     fabric_ports,
     underlay_ip,
 )
-from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_groups, wait_for
+from l3ha.lab.stack.processes import StateFile, spawn, wait_for
 from l3ha.lab.stack.spec import CLIENT_CIDR
 from l3ha.lab.stack.vswitch import Ovs
 
@@ -115,17 +115,13 @@ class Chassis:
         """Links cut, then every daemon of the chassis SIGKILLed (a crash)."""
         for port in fabric_ports(self.host):
             fab.vsctl("--if-exists", "del-port", port)
-        roles = [f"{self.host}/{name}" for name in ("controller", "vswitchd", "ovsdb")]
-        kill_now([self.state.pids[role] for role in roles if role in self.state.pids])
-        for role in roles:
-            self.state.forget(role)
+        self.state.kill(*(f"{self.host}/{name}" for name in ("controller", "vswitchd", "ovsdb")))
 
     def restart(self, with_ovs: bool) -> None:
         """ovn-controller (and with ``with_ovs`` Open vSwitch) stopped gracefully and started
         again on the same files, as a package upgrade would."""
         names = ("controller", "vswitchd", "ovsdb") if with_ovs else ("controller",)
-        pids = [self.state.forget(f"{self.host}/{name}") for name in names]
-        stop_groups([pid for pid in pids if pid is not None], grace=10)
+        self.state.stop(*(f"{self.host}/{name}" for name in names))
         if with_ovs:
             self.ovs.start()
             self.address_underlay()

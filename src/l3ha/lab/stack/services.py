@@ -23,7 +23,6 @@ from l3ha.lab.stack.processes import (
     port_open,
     run,
     spawn,
-    stop_groups,
     wait_for,
 )
 from l3ha.lab.stack.spec import Ports
@@ -133,12 +132,6 @@ def start_rabbit(layout: StackLayout, state: StateFile, ports: Ports, wait: bool
 
 def wait_for_rabbit(ports: Ports) -> None:
     wait_for("RabbitMQ", lambda: port_open(ports.rabbit), 90)
-
-
-def stop_rabbit(state: StateFile) -> None:
-    pid = state.forget("rabbit")
-    if pid is not None:
-        stop_groups([pid], grace=20)
 
 
 def neutron_python() -> Path:

@@ -25,7 +25,7 @@ from l3ha.lab.stack import services
 from l3ha.lab.stack.configs import StackLayout, ml2_conf, neutron_conf
 from l3ha.lab.stack.fabric import fabric, make_fabric, make_vm
 from l3ha.lab.stack.nodes import Node
-from l3ha.lab.stack.processes import StackError, StateFile, free_ports, stop_groups
+from l3ha.lab.stack.processes import StackError, StateFile, free_ports
 from l3ha.lab.stack.spec import (
     CLIENT_NS,
     CLOUD_NAME,
@@ -130,9 +130,8 @@ class Stack:
         state = self.state
         late = self.node(late_host) if late_host else None
         if late is not None:
-            stop_groups(late.recorded(("relay",)), grace=2)
-            late.forget(("relay",))
-        services.stop_rabbit(state)
+            late.state.stop(late.role("relay"), grace=2)
+        state.stop("rabbit", grace=20)
         stopped = time.monotonic()
         time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
         services.start_rabbit(self.layout, state, self.ports)
@@ -147,9 +146,7 @@ class Stack:
         services.start_periodic(self.python, self.layout, self.state)
 
     def stop_neutron_failover(self) -> None:
-        pid = self.state.forget("periodic")
-        if pid is not None:
-            stop_groups([pid])
+        self.state.stop("periodic")
 
     def watch_command(self, state_dir: Path, *options: str) -> tuple[list[str], dict[str, str]]:
         """argv and environment of ``l3ha watch`` on this stack, timed like its agents."""
