@@ -24,9 +24,8 @@ from l3ha.lab.stack.processes import (
 )
 from l3ha.lab.stack.services import (
     API_SCRIPT,
-    migrate_database,
+    prepare_server,
     start_mariadb,
-    write_paste_config,
 )
 from l3ha.lab.stack.spec import Ports
 
@@ -109,10 +108,7 @@ def start_ovn_neutron(
     mariadb, api = free_ports(2)
     start_mariadb(layout, state, Ports(mariadb=mariadb, rabbit=0, rabbit_dist=0, epmd=0, api=api))
     conf = ovn_neutron_conf(layout.root, host, mariadb, central, agent_down_time)
-    (layout.etc / "neutron.conf").write_text(conf)
-    (layout.etc / "ml2_conf.ini").write_text(OVN_ML2_CONF)
-    write_paste_config(python, layout)
-    migrate_database(python, layout)
+    prepare_server(python, layout, conf, OVN_ML2_CONF)
     env = {"ASGI_WORKERS": "1", "TMPDIR": str(scratch), "PYTHONWARNINGS": "ignore"}
     argv = [str(python), str(API_SCRIPT), str(layout.etc), str(api)]
     state.record("api", spawn("api", argv, layout.logs, env=env))

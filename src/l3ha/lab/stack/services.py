@@ -153,12 +153,16 @@ def neutron_bin(python: Path, name: str) -> str:
     return str(script)
 
 
-def write_paste_config(python: Path, layout: StackLayout) -> None:
-    """Copy the api-paste.ini the neutron wheel installs under the virtualenv's prefix."""
-    source = python.parent.parent / "etc" / "neutron" / "api-paste.ini"
-    if not source.exists():
-        raise StackError(f"{source} is missing; is neutron installed in that virtualenv?")
-    shutil.copyfile(source, layout.etc / "api-paste.ini")
+def prepare_server(python: Path, layout: StackLayout, neutron_conf: str, ml2_conf: str) -> None:
+    """The server's files in DIR/etc (``neutron_conf``, ``ml2_conf`` and the api-paste.ini the
+    neutron wheel installs under the virtualenv's prefix), then its schema in the database."""
+    paste = python.parent.parent / "etc" / "neutron" / "api-paste.ini"
+    if not paste.exists():
+        raise StackError(f"{paste} is missing; is neutron installed in that virtualenv?")
+    (layout.etc / "neutron.conf").write_text(neutron_conf)
+    (layout.etc / "ml2_conf.ini").write_text(ml2_conf)
+    shutil.copyfile(paste, layout.etc / "api-paste.ini")
+    migrate_database(python, layout)
 
 
 def migrate_database(python: Path, layout: StackLayout) -> None:
