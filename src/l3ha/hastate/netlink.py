@@ -13,6 +13,7 @@ the order of messages is exactly the order the kernel queued them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import select
 import socket
@@ -275,8 +276,5 @@ class AddressReader:
 
 def addresses_on(netns: str, device: str) -> set[str]:
     """The addresses (without prefix) configured on ``device`` in ``netns`` right now."""
-    reader = AddressReader(netns, device)
-    try:
+    with contextlib.closing(AddressReader(netns, device)) as reader:
         return reader.addresses()
-    finally:
-        reader.close()

@@ -40,6 +40,12 @@ from l3ha.lab.topology import (
 
 STATE_FILE = "lab.json"
 SETTLE_POLL = 0.05
+#: What the lab runs: program, as an error names it, the package that installs it.
+REQUIRED_PROGRAMS = (
+    ("keepalived", "keepalived", "keepalived"),
+    ("ip", "ip (iproute2)", "iproute2"),
+    ("sysctl", "sysctl", "procps"),
+)
 
 
 class LabNotSettledError(L3haError):
@@ -52,18 +58,13 @@ def default_state_dir(name: str) -> Path:
     return Path(base) / "l3ha" / "lab" / name
 
 
-def require_root_and_keepalived() -> str:
-    """The keepalived binary; UserError when not root or keepalived is missing."""
+def require_root_and_keepalived() -> None:
+    """UserError when not root or a program the lab runs (keepalived, ...) is missing."""
     if os.geteuid() != 0:
         raise UserError("the lab needs root (network namespaces); run it as root")
-    binary = shutil.which("keepalived")
-    if binary is None:
-        raise UserError("keepalived not found on PATH; install the keepalived package")
-    if shutil.which("ip") is None:
-        raise UserError("ip (iproute2) not found on PATH; install the iproute2 package")
-    if shutil.which("sysctl") is None:
-        raise UserError("sysctl not found on PATH; install the procps package")
-    return binary
+    for program, shown, package in REQUIRED_PROGRAMS:
+        if shutil.which(program) is None:
+            raise UserError(f"{shown} not found on PATH; install the {package} package")
 
 
 @dataclass
@@ -165,9 +166,6 @@ class Lab:
             bridge_ns, BRIDGE, CLIENT, peer_ns=spec.namespace(CLIENT), peer=DEVICE, cidr=client_cidr
         )
 
-    def _spawn(self, argv: list[str], log_name: str) -> int:
-        return spawn_logged(argv, self.log(log_name))
-
     def _start_keepalived(self, node: str) -> None:
         self.conf(node).write_text(keepalived_config(self.spec, node))
         pid_file, vrrp_pid_file = self.pid_files(node)
@@ -175,7 +173,7 @@ class Lab:
             stale.unlink(missing_ok=True)
         argv = ["ip", "netns", "exec", self.spec.namespace(node), "keepalived", "-n", "-l", "-D"]
         argv += ["-f", str(self.conf(node)), "-p", str(pid_file), "-r", str(vrrp_pid_file)]
-        self.record.keepalived[node] = self._spawn(argv, f"keepalived-{node}")
+        self.record.keepalived[node] = spawn_logged(argv, self.log(f"keepalived-{node}"))
         self.save()
 
     def _start_monitor(self, router: str, node: str) -> None:
@@ -187,7 +185,8 @@ class Lab:
         if self.record.hook:
             argv += ["--exec", self.record.hook]
         self.monitor_state(router, node).parent.mkdir(parents=True, exist_ok=True)
-        self.record.monitors[f"{router}/{node}"] = self._spawn(argv, f"monitor-{router}-{node}")
+        log = self.log(f"monitor-{router}-{node}")
+        self.record.monitors[f"{router}/{node}"] = spawn_logged(argv, log)
         self.save()
 
     def wait_settled(self, timeout: float) -> None:

@@ -103,22 +103,39 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-def terminate(pids: Iterable[int], grace: float = 5.0) -> list[int]:
-    """SIGTERM each pid, SIGKILL what is left after ``grace`` s; return the pids killed hard."""
-    pending = [p for p in pids if alive(p)]
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+def terminate(
+    pids: Iterable[int],
+    grace: float = 5.0,
+    *,
+    groups: bool = False,
+    awaited: Iterable[int] | None = None,
+) -> list[int]:
+    """SIGTERM each pid (with ``groups``, the process group it leads), SIGKILL what is left
+    once the ``awaited`` ones (default: all) have exited or after ``grace`` s; the pids
+    killed hard."""
+    running = [p for p in pids if alive(p)]
+    for pid in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            (os.killpg if groups else os.kill)(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
+    pending = running if awaited is None else [p for p in awaited if p in running]
     while pending and time.monotonic() < deadline:
         time.sleep(0.02)
-        reap(pending)
+        reap(running)
         pending = [p for p in pending if alive(p)]
-    for pid in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    reap(pending)
-    return pending
+    left = [p for p in running if alive(p)]
+    kill_now(left, groups=groups)
+    return left
+
+
+def kill_now(pids: Iterable[int], *, groups: bool = True) -> None:
+    """SIGKILL each pid (and with ``groups`` the group it leads) at once (a node that dies)."""
+    pids = list(pids)
+    for pid in pids:
+        for kill in (os.killpg, os.kill) if groups else (os.kill,):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
+    reap(pids)
 
 
 def reap(pids: Iterable[int]) -> None:

@@ -4,7 +4,7 @@ I/O: ``CloudEventPoller`` calls the cloud (through the ``l3ha.cloud.base.Cloud``
 protocol) and ``JournalEventPoller`` reads l3ha's journal (read-only), each from
 its own thread. The functions that turn observations into event texts are pure.
 Any other source (markers) only has to call an ``EventSink`` with ``Event``
-objects; ``EventSource`` is the small start/stop contract the probe runner drives.
+objects; ``EventPoller`` is the start/stop contract the probe runner drives.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from l3ha.clock import Clock
 from l3ha.cloud.base import Cloud
@@ -48,18 +48,6 @@ class Event:
 
 
 EventSink = Callable[[Event], None]
-
-
-class EventSource(Protocol):
-    """Something that reports events to a sink while the probe runs."""
-
-    def start(self, sink: EventSink) -> None:
-        """Begin reporting (return at once; work in the background)."""
-        ...
-
-    def stop(self) -> None:
-        """Stop reporting and release resources (idempotent)."""
-        ...
 
 
 def stamp(clock: Clock, source: str, text: str) -> Event:
@@ -122,9 +110,9 @@ def _state_suffix(binding: Binding) -> str:
 # --- the pollers ----------------------------------------------------------------
 
 
-class _Poller:
-    """Runs ``poll_once`` on a daemon thread every ``interval`` seconds until stopped
-    (first at once when ``poll_at_start``) and reports its texts to the sink."""
+class EventPoller:
+    """Reports events to a sink while the probe runs: ``poll_once`` on a daemon thread every
+    ``interval`` seconds until stopped (first at once when ``poll_at_start``)."""
 
     source: str
     thread_name: str
@@ -138,11 +126,13 @@ class _Poller:
         self._sink: EventSink = lambda event: None
 
     def start(self, sink: EventSink) -> None:
+        """Begin reporting (return at once; work in the background)."""
         self._sink = sink
         self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop reporting and release resources (idempotent)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -164,7 +154,7 @@ class _Poller:
         return events
 
 
-class CloudEventPoller(_Poller):
+class CloudEventPoller(EventPoller):
     """Polls agents (and the bindings of chosen routers) and reports what changed."""
 
     source, thread_name, poll_at_start = "cloud", "l3ha-probe-events", True
@@ -248,7 +238,7 @@ def step_text(step: StepEvent, host_of: Callable[[str], str]) -> str | None:
     return None
 
 
-class JournalEventPoller(_Poller):
+class JournalEventPoller(EventPoller):
     """Polls l3ha's journal (read-only) and reports moves started and finished.
 
     Only steps recorded after the poller starts are reported. ``host_of`` turns

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from l3ha.errors import BadInputError
 from l3ha.probe.analysis import InOrder, Sample, TargetTracker, Transition
-from l3ha.probe.events import Event, EventSource
+from l3ha.probe.events import Event, EventPoller
 from l3ha.probe.marks import MarkServer
 from l3ha.probe.samplers import (
     Attempt,
@@ -121,7 +121,7 @@ class Probe:
     def __init__(
         self,
         config: ProbeConfig,
-        sources: Sequence[EventSource] = (),
+        sources: Sequence[EventPoller] = (),
         observers: Sequence[Observer] = (),
     ) -> None:
         self.config = config

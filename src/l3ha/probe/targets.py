@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from urllib.parse import urlsplit
 
@@ -67,26 +67,23 @@ def _host_port(text: str, what: str) -> tuple[str, int]:
     return host, port
 
 
-def parse_icmp(text: str) -> Target:
+def parse_icmp(spec: str) -> Target:
     """An ICMP target: an IPv4 or IPv6 address (names are not resolved on each sample)."""
-    label, spec = split_label(text)
     try:
         address = ipaddress.ip_address(spec)
     except ValueError:
         raise BadInputError(f"icmp target {spec!r} is not an IP address") from None
-    return Target(TargetKind.ICMP, label or str(address), str(address))
+    return Target(TargetKind.ICMP, str(address), str(address))
 
 
-def parse_tcp(text: str) -> Target:
+def parse_tcp(spec: str) -> Target:
     """A TCP target: ``HOST:PORT``; up when a connect completes."""
-    label, spec = split_label(text)
     host, port = _host_port(spec, "tcp target")
-    return Target(TargetKind.TCP, label or spec, host, port)
+    return Target(TargetKind.TCP, spec, host, port)
 
 
-def parse_http(text: str) -> Target:
+def parse_http(spec: str) -> Target:
     """An HTTP(S) target: a URL with scheme http or https."""
-    label, spec = split_label(text)
     parts = urlsplit(spec)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadInputError(f"http target {spec!r} is not an http:// or https:// URL")
@@ -97,12 +94,11 @@ def parse_http(text: str) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return Target(TargetKind.HTTP, label or spec, parts.hostname, port, parts.scheme, path)
+    return Target(TargetKind.HTTP, spec, parts.hostname, port, parts.scheme, path)
 
 
-def parse_dns(text: str, default_server: str | None = None) -> Target:
+def parse_dns(spec: str, default_server: str | None = None) -> Target:
     """A DNS target: ``NAME[@SERVER[:PORT]]``; the server defaults to ``default_server``."""
-    label, spec = split_label(text)
     name, _, server = spec.partition("@")
     if not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise BadInputError(f"dns target {spec!r}: {name!r} is not a DNS name")
@@ -110,7 +106,7 @@ def parse_dns(text: str, default_server: str | None = None) -> Target:
     if not server:
         raise BadInputError(f"dns target {spec!r} names no server and none is configured")
     host, port = _dns_server(server, spec)
-    return Target(TargetKind.DNS, label or spec, host, port, qname=name)
+    return Target(TargetKind.DNS, spec, host, port, qname=name)
 
 
 def _dns_server(server: str, spec: str) -> tuple[str, int]:
@@ -133,15 +129,18 @@ PARSERS = {
 
 
 def parse_target(kind: str, text: str, default_dns_server: str | None = None) -> Target:
-    """Parse one target of the given kind."""
+    """Parse one ``[LABEL=]SPEC`` of the given kind; without a label, the spec labels it."""
     try:
         target_kind = TargetKind(kind.lower())
     except ValueError:
         known = ", ".join(k.value for k in TargetKind)
         raise BadInputError(f"unknown target kind {kind!r}; kinds are: {known}") from None
+    label, spec = split_label(text)
     if target_kind is TargetKind.DNS:
-        return parse_dns(text, default_dns_server)
-    return PARSERS[target_kind](text)
+        target = parse_dns(spec, default_dns_server)
+    else:
+        target = PARSERS[target_kind](spec)
+    return replace(target, label=label) if label else target
 
 
 def parse_targets_text(

@@ -139,7 +139,10 @@ firewall_driver = noop
 """
 
 
-def _agent_common(spec: StackSpec, layout: StackLayout, host: str, root_helper: str) -> str:
+def _agent_common(
+    spec: StackSpec, layout: StackLayout, host: str, root_helper: str, extra: str = ""
+) -> str:
+    """What every agent's ini says, ``extra`` lines closing its [DEFAULT] section."""
     node = layout.node(host)
     return f"""[DEFAULT]
 host = {host}
@@ -147,7 +150,7 @@ transport_url = {transport_url(BROKER_PORT_IN_NODE)}
 state_path = {node / "state"}
 log_dir = {node}
 debug = false
-
+{extra}
 [agent]
 report_interval = {spec.report_interval}
 root_helper = {root_helper}
@@ -176,36 +179,28 @@ firewall_driver = noop
 
 
 def l3_agent_ini(spec: StackSpec, layout: StackLayout, host: str, root_helper: str) -> str:
-    node = layout.node(host)
-    head = _agent_common(spec, layout, host, root_helper)
-    head = head.replace(
-        "debug = false\n",
-        "debug = false\n"
+    extra = (
         "interface_driver = openvswitch\n"
         "agent_mode = legacy\n"
         "enable_metadata_proxy = false\n"
-        f"ha_confs_path = {node / 'ha_confs'}\n"
+        f"ha_confs_path = {layout.node(host) / 'ha_confs'}\n"
         "ha_vrrp_advert_int = 2\n"
-        f"test_namespace_suffix = {host}\n",
-        1,
+        f"test_namespace_suffix = {host}\n"
     )
-    return head
+    return _agent_common(spec, layout, host, root_helper, extra)
 
 
 def dhcp_agent_ini(spec: StackSpec, layout: StackLayout, host: str, root_helper: str) -> str:
-    head = _agent_common(spec, layout, host, root_helper)
-    return head.replace(
-        "debug = false\n",
-        "debug = false\n"
+    extra = (
         "interface_driver = openvswitch\n"
         "enable_isolated_metadata = false\n"
         "dhcp_driver = neutron.agent.linux.dhcp.Dnsmasq\n"
         # dnsmasq stays root: as nobody it could not re-read its hosts file on SIGHUP
         # when the stack's directory is under a private one (pytest's tmp_path).
         f"dnsmasq_config_file = {layout.node(host) / 'dnsmasq.conf'}\n"
-        f"test_namespace_suffix = @{host}\n",
-        1,
+        f"test_namespace_suffix = @{host}\n"
     )
+    return _agent_common(spec, layout, host, root_helper, extra)
 
 
 def rabbitmq_conf(ports: Ports) -> str:

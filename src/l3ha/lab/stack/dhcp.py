@@ -7,10 +7,10 @@ inside a VM namespace (one DHCPDISCOVER, the DHCPOFFER that answers it).
 from __future__ import annotations
 
 import subprocess
+import sys
 from typing import Any
 
 from l3ha.lab.stack.dhcp_probe import Offer
-from l3ha.lab.stack.services import l3ha_python
 from l3ha.lab.stack.spec import VM_DEVICE, StackSpec, vm_mac, vm_namespace
 from l3ha.lab.stack.topology import NeutronHttp
 
@@ -58,7 +58,7 @@ def dhcp_server_host(api: NeutronHttp, network_id: str, address: str) -> str | N
 
 def dhcp_offer(index: int, timeout_s: float = 10.0) -> Offer | None:
     """Broadcast a DHCPDISCOVER from VM ``index``; the offer it got, or None."""
-    argv = ["ip", "netns", "exec", vm_namespace(index), l3ha_python(), "-m",
+    argv = ["ip", "netns", "exec", vm_namespace(index), sys.executable, "-m",
             "l3ha.lab.stack.dhcp_probe", VM_DEVICE, vm_mac(index), str(timeout_s)]  # fmt: skip
     result = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout_s + 30, check=False

@@ -29,18 +29,26 @@ from l3ha.lab.stack.spec import (
 from l3ha.lab.stack.vswitch import Ovs
 
 
-def fabric(state: StateFile, root: Path) -> Ovs:
-    """The fabric's Open vSwitch (files under ROOT/fab, roles fab/...)."""
-    return Ovs(FABRIC_NS, root / "fab", state, "fab")
+def fabric(state: StateFile, root: Path, namespace: str = FABRIC_NS) -> Ovs:
+    """The fabric's Open vSwitch in ``namespace`` (files under ROOT/fab, roles fab/...)."""
+    return Ovs(namespace, root / "fab", state, "fab")
 
 
-def plug(fab: Ovs, fabric_end: str, namespace: str, device: str, *options: str) -> None:
-    """A veth pair: ``fabric_end`` on the fabric switch (with ``options``), ``device`` up."""
-    ip("-n", FABRIC_NS, "link", "add", fabric_end, "type", "veth", "peer", "name", device,
+def plug(
+    fab: Ovs,
+    fabric_end: str,
+    namespace: str,
+    device: str,
+    *options: str,
+    switch: str = FABRIC_BRIDGE,
+) -> None:
+    """A veth pair: ``fabric_end`` on the fabric's ``switch`` (with ``options``), ``device``
+    up in ``namespace``."""
+    ip("-n", fab.namespace, "link", "add", fabric_end, "type", "veth", "peer", "name", device,
        "netns", namespace)  # fmt: skip
-    ip("-n", FABRIC_NS, "link", "set", fabric_end, "up")
+    ip("-n", fab.namespace, "link", "set", fabric_end, "up")
     ip("-n", namespace, "link", "set", device, "up")
-    fab.vsctl("--may-exist", "add-port", FABRIC_BRIDGE, fabric_end, *options)
+    fab.vsctl("--may-exist", "add-port", switch, fabric_end, *options)
 
 
 def make_fabric(fab: Ovs) -> None:

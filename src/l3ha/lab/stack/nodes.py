@@ -11,13 +11,14 @@ file are ``HOST/ROLE``.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from l3ha.lab.netns import add_namespace, delete_namespace
+from l3ha.lab.netns import add_namespace, delete_namespace, kill_now
 from l3ha.lab.stack.configs import StackLayout, dhcp_agent_ini, l3_agent_ini, ovs_agent_ini
 from l3ha.lab.stack.fabric import cut_link, fabric, plug, restore_link
-from l3ha.lab.stack.processes import StateFile, kill_now, pids_naming, spawn, stop_groups
-from l3ha.lab.stack.services import NEUTRON_ENV, l3ha_python, neutron_bin
+from l3ha.lab.stack.processes import StateFile, pids_naming, spawn, stop_groups
+from l3ha.lab.stack.services import NEUTRON_ENV, neutron_bin
 from l3ha.lab.stack.spec import (
     BROKER_PORT_IN_NODE,
     PHYS_BRIDGE,
@@ -83,7 +84,7 @@ class Node:
         (self.dir / "dnsmasq.conf").write_text("user=root\n")
 
     def start_relay(self, ports: Ports) -> None:
-        argv = [l3ha_python(), "-m", "l3ha.lab.stack.relay", self.host]
+        argv = [sys.executable, "-m", "l3ha.lab.stack.relay", self.host]
         argv += [str(BROKER_PORT_IN_NODE), str(ports.rabbit)]
         self.state.record(self.role("relay"), spawn("relay", argv, self.dir))
 
@@ -114,10 +115,6 @@ class Node:
     def recorded(self, roles: tuple[str, ...]) -> list[int]:
         return [self.state.pids[self.role(r)] for r in roles if self.role(r) in self.state.pids]
 
-    def forget(self, roles: tuple[str, ...]) -> None:
-        for name in roles:
-            self.state.forget(self.role(name))
-
     def stop_agents(self) -> None:
         """Stop the agents gracefully (SIGTERM, all at once), as a service restart would.
 
@@ -126,8 +123,8 @@ class Node:
         so it is killed once they are done (it held every restart up for the whole 15 s).
         """
         graceful = self.recorded(GRACEFUL_ROLES)
-        stop_groups(self.recorded(AGENT_ROLES), grace=15, awaited=graceful)
-        self.forget(AGENT_ROLES)
+        agents = self.state.forget(*map(self.role, AGENT_ROLES))
+        stop_groups(agents, grace=15, awaited=graceful)
 
     def kill(self) -> None:
         """The node dies: its link cut, every process of it killed at once.
@@ -137,10 +134,8 @@ class Node:
         would be taken for the live one by the DHCP agent once the node is revived.
         """
         cut_link(self.fab, self.host)
-        roles = (*AGENT_ROLES, "relay", *OVS_ROLES)
-        kill_now(self.recorded(roles))
+        self.state.kill(*map(self.role, (*AGENT_ROLES, "relay", *OVS_ROLES)))
         kill_now(pids_naming(f"{self.dir}/"))
-        self.forget(roles)
 
     def revive(self, ports: Ports, stale_namespaces: list[str]) -> None:
         """The node boots again: no router namespaces, OVS and agents started, link back."""

@@ -20,14 +20,12 @@ from l3ha.lab.stack.processes import (
     port_open,
     run,
     spawn,
-    stop_groups,
     wait_for,
 )
 from l3ha.lab.stack.services import (
     API_SCRIPT,
-    migrate_database,
+    prepare_server,
     start_mariadb,
-    write_paste_config,
 )
 from l3ha.lab.stack.spec import Ports
 
@@ -76,16 +74,11 @@ class OvnCentral:
         self.state.record(f"ovn/{name}", spawn(f"ovsdb-{name}", argv, self.logs))
         wait_for(f"the OVN {name} database", sock.exists, 30)
 
-    def stop_db(self, name: str) -> None:
-        pid = self.state.forget(f"ovn/{name}")
-        if pid is not None:
-            stop_groups([pid], grace=5)
-
     def restart_sb(self, down_s: float) -> None:
         """Stop the southbound ovsdb-server for ``down_s`` seconds, then start it again."""
         import time
 
-        self.stop_db("sb")
+        self.state.stop("ovn/sb", grace=5)
         time.sleep(down_s)
         self.start_db("sb")
 
@@ -96,8 +89,7 @@ class OvnCentral:
         return run(["ovn-sbctl", f"--db=unix:{self.sb}", "--no-leader-only", *args])
 
     def stop(self) -> None:
-        pids = [self.state.forget(f"ovn/{role}") for role in ("northd", "sb", "nb")]
-        stop_groups([pid for pid in pids if pid is not None], grace=5)
+        self.state.stop("ovn/northd", "ovn/sb", "ovn/nb", grace=5)
 
 
 def start_ovn_neutron(
@@ -116,10 +108,7 @@ def start_ovn_neutron(
     mariadb, api = free_ports(2)
     start_mariadb(layout, state, Ports(mariadb=mariadb, rabbit=0, rabbit_dist=0, epmd=0, api=api))
     conf = ovn_neutron_conf(layout.root, host, mariadb, central, agent_down_time)
-    (layout.etc / "neutron.conf").write_text(conf)
-    (layout.etc / "ml2_conf.ini").write_text(OVN_ML2_CONF)
-    write_paste_config(python, layout)
-    migrate_database(python, layout)
+    prepare_server(python, layout, conf, OVN_ML2_CONF)
     env = {"ASGI_WORKERS": "1", "TMPDIR": str(scratch), "PYTHONWARNINGS": "ignore"}
     argv = [str(python), str(API_SCRIPT), str(layout.etc), str(api)]
     state.record("api", spawn("api", argv, layout.logs, env=env))

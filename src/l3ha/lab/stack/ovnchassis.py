@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l3ha.lab.netns import LabCommandError, add_namespace, ip
+from l3ha.lab.stack.fabric import fabric, plug
 from l3ha.lab.stack.ovncentral import OVN_PHYSNET
 from l3ha.lab.stack.ovnspec import (
     EXTERNAL_BRIDGE,
@@ -29,22 +30,13 @@ from l3ha.lab.stack.ovnspec import (
     fabric_ports,
     underlay_ip,
 )
-from l3ha.lab.stack.processes import StateFile, kill_now, spawn, stop_groups, wait_for
+from l3ha.lab.stack.processes import StateFile, spawn, wait_for
+from l3ha.lab.stack.spec import CLIENT_CIDR
 from l3ha.lab.stack.vswitch import Ovs
-
-CLIENT_CIDR = "169.254.96.1/20"
 
 
 def ovn_fabric(state: StateFile, root: Path) -> Ovs:
-    return Ovs(OVN_FABRIC_NS, root / "fab", state, "fab")
-
-
-def _plug(fab: Ovs, switch: str, fabric_end: str, namespace: str, device: str) -> None:
-    ip("-n", OVN_FABRIC_NS, "link", "add", fabric_end, "type", "veth", "peer", "name", device,
-       "netns", namespace)  # fmt: skip
-    ip("-n", OVN_FABRIC_NS, "link", "set", fabric_end, "up")
-    ip("-n", namespace, "link", "set", device, "up")
-    fab.vsctl("--may-exist", "add-port", switch, fabric_end)
+    return fabric(state, root, OVN_FABRIC_NS)
 
 
 def claim_ovn_fabric() -> bool:
@@ -64,7 +56,7 @@ def make_ovn_fabric(fab: Ovs) -> None:
     fab.add_bridge(UNDERLAY_SWITCH)
     fab.add_bridge(EXTERNAL_SWITCH)
     add_namespace(OVN_CLIENT_NS)
-    _plug(fab, EXTERNAL_SWITCH, "client", OVN_CLIENT_NS, "eth0")
+    plug(fab, "client", OVN_CLIENT_NS, "eth0", switch=EXTERNAL_SWITCH)
     ip("-n", OVN_CLIENT_NS, "address", "add", CLIENT_CIDR, "dev", "eth0")
 
 
@@ -80,8 +72,8 @@ class Chassis:
         """Namespace, veths, Open vSwitch, OVN settings and ovn-controller."""
         add_namespace(self.host)
         underlay, external = fabric_ports(self.host)
-        _plug(fab, UNDERLAY_SWITCH, underlay, self.host, "ul")
-        _plug(fab, EXTERNAL_SWITCH, external, self.host, "ex")
+        plug(fab, underlay, self.host, "ul", switch=UNDERLAY_SWITCH)
+        plug(fab, external, self.host, "ex", switch=EXTERNAL_SWITCH)
         self.ovs.start()
         self.ovs.add_bridge(UNDERLAY_BRIDGE, "ul")
         self.ovs.add_bridge(EXTERNAL_BRIDGE, "ex")
@@ -123,17 +115,13 @@ class Chassis:
         """Links cut, then every daemon of the chassis SIGKILLed (a crash)."""
         for port in fabric_ports(self.host):
             fab.vsctl("--if-exists", "del-port", port)
-        roles = [f"{self.host}/{name}" for name in ("controller", "vswitchd", "ovsdb")]
-        kill_now([self.state.pids[role] for role in roles if role in self.state.pids])
-        for role in roles:
-            self.state.forget(role)
+        self.state.kill(*(f"{self.host}/{name}" for name in ("controller", "vswitchd", "ovsdb")))
 
     def restart(self, with_ovs: bool) -> None:
         """ovn-controller (and with ``with_ovs`` Open vSwitch) stopped gracefully and started
         again on the same files, as a package upgrade would."""
         names = ("controller", "vswitchd", "ovsdb") if with_ovs else ("controller",)
-        pids = [self.state.forget(f"{self.host}/{name}") for name in names]
-        stop_groups([pid for pid in pids if pid is not None], grace=10)
+        self.state.stop(*(f"{self.host}/{name}" for name in names))
         if with_ovs:
             self.ovs.start()
             self.address_underlay()

@@ -31,12 +31,12 @@ from l3ha.lab.stack.ovnspec import (
     check_chassis,
     owns_ovn_namespace,
 )
-from l3ha.lab.stack.ovntopology import create_ovn_topology, reachable, wait_reachable
-from l3ha.lab.stack.processes import StackError, StateFile, wait_for
+from l3ha.lab.stack.ovntopology import create_ovn_topology, reachable
+from l3ha.lab.stack.processes import StateFile, wait_for
 from l3ha.lab.stack.spec import CLOUD_NAME, clouds_yaml
-from l3ha.lab.stack.stack import StackInputError, check_free, keep_logs
+from l3ha.lab.stack.stack import StackInputError, check_free, up_or_torn_down
 from l3ha.lab.stack.teardown import TeardownReport, teardown
-from l3ha.lab.stack.topology import NeutronHttp
+from l3ha.lab.stack.topology import NeutronHttp, wait_for_gateways
 
 REQUIRED = ("ip", "mariadbd", "mariadb-install-db", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl",
             "ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl", "ping")  # fmt: skip
@@ -152,14 +152,7 @@ def ovn_stack_up(spec: OvnSpec, directory: Path) -> OvnStack:
     state = StateFile(layout.state_file)
     state.data.update(kind=STACK_KIND, spec=asdict(spec), python=str(python))
     state.save()
-    try:
-        return _bring_up(spec, layout, state, python)
-    except BaseException as exc:
-        kept = keep_logs(layout)
-        ovn_teardown(directory)
-        if isinstance(exc, StackError):
-            raise StackError(f"{exc} (logs kept in {kept})") from exc
-        raise
+    return up_or_torn_down(layout, lambda: _bring_up(spec, layout, state, python), ovn_teardown)
 
 
 def _bring_up(spec: OvnSpec, layout: StackLayout, state: StateFile, python: Path) -> OvnStack:
@@ -180,7 +173,7 @@ def _bring_up(spec: OvnSpec, layout: StackLayout, state: StateFile, python: Path
     state = stack.state
     state.data["routers"] = create_ovn_topology(stack.api, spec)
     state.save()
-    wait_reachable([r["gateway_ip"] for r in stack.routers], GATEWAY_TIMEOUT_S)
+    wait_for_gateways(OVN_CLIENT_NS, [r["gateway_ip"] for r in stack.routers], GATEWAY_TIMEOUT_S)
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
     return stack
 

@@ -19,36 +19,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from l3ha.lab.stack.ovncentral import OVN_PHYSNET
 from l3ha.lab.stack.ovnspec import (
     OVN_CLIENT_NS,
     OvnSpec,
     ovn_tenant_cidr,
     ovn_tenant_router_ip,
 )
-from l3ha.lab.stack.processes import wait_for
-from l3ha.lab.stack.spec import (
-    EXTERNAL_CIDR,
-    EXTERNAL_GATEWAY,
-    EXTERNAL_POOL,
-    router_name,
-)
-from l3ha.lab.stack.topology import NeutronHttp, pings
+from l3ha.lab.stack.spec import router_name
+from l3ha.lab.stack.topology import NeutronHttp, create_external, pings
 
 CREATE_WORKERS = 4  # routers created at once: a serial 90-router bring-up took 17 min
-
-
-def _external_network(api: NeutronHttp) -> str:
-    network = api.post("networks", {"network": {
-        "name": "l3ov-external", "router:external": True, "provider:network_type": "flat",
-        "provider:physical_network": OVN_PHYSNET,
-    }})["network"]  # fmt: skip
-    api.post("subnets", {"subnet": {
-        "network_id": network["id"], "ip_version": 4, "cidr": EXTERNAL_CIDR,
-        "gateway_ip": EXTERNAL_GATEWAY, "enable_dhcp": False,
-        "allocation_pools": [{"start": EXTERNAL_POOL[0], "end": EXTERNAL_POOL[1]}],
-    }})  # fmt: skip
-    return str(network["id"])
 
 
 def _router(api: NeutronHttp, index: int, external_id: str) -> dict[str, Any]:
@@ -73,7 +53,7 @@ def _router(api: NeutronHttp, index: int, external_id: str) -> dict[str, Any]:
 
 
 def create_ovn_topology(api: NeutronHttp, spec: OvnSpec) -> list[dict[str, Any]]:
-    external_id = _external_network(api)
+    external_id = create_external(api, "l3ov-external")
     with ThreadPoolExecutor(max_workers=CREATE_WORKERS) as pool:
         return list(pool.map(lambda k: _router(api, k, external_id), spec.router_indexes))
 
@@ -110,11 +90,6 @@ def raise_chassis(api: NeutronHttp, router_id: str, agent_id: str) -> bool:
 def reachable(address: str, timeout_s: int = 1) -> bool:
     """One echo from the client namespace to ``address`` answered."""
     return pings(OVN_CLIENT_NS, address, timeout_s)
-
-
-def wait_reachable(addresses: list[str], timeout: float) -> None:
-    wait_for("the client to reach every router's gateway",
-             lambda: all(reachable(a) for a in addresses), timeout, 1.0)  # fmt: skip
 
 
 def longest_silence(address: str, seconds: float, action: Callable[[], None]) -> float:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from l3ha.errors import L3haError
-from l3ha.lab.netns import alive, cmdline, reap
+from l3ha.lab.netns import alive, cmdline, kill_now, terminate
 
 
 class StackError(L3haError):
@@ -76,38 +75,14 @@ def run(argv: list[str], *, env: Mapping[str, str] | None = None, timeout: float
     return result.stdout
 
 
-def stop_group(pid: int, grace: float = 10.0) -> bool:
-    """SIGTERM ``pid``'s process group (it leads one), SIGKILL after ``grace``; True if it ran."""
-    return bool(stop_groups([pid], grace))
-
-
 def stop_groups(
     pids: Iterable[int], grace: float = 10.0, awaited: Iterable[int] | None = None
 ) -> list[int]:
     """SIGTERM every group at once, SIGKILL what is left once the ``awaited`` ones (default:
     all) have exited or after ``grace``; the pids that ran."""
     running = [pid for pid in pids if alive(pid)]
-    for pid in running:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    pending = running if awaited is None else [pid for pid in awaited if pid in running]
-    while pending and time.monotonic() < deadline:
-        reap(running)
-        time.sleep(0.05)
-        pending = [pid for pid in pending if alive(pid)]
-    kill_now([pid for pid in running if alive(pid)])
+    terminate(running, grace, groups=True, awaited=awaited)
     return running
-
-
-def kill_now(pids: Iterable[int]) -> None:
-    """SIGKILL each pid and its group at once (a node that dies)."""
-    pids = list(pids)
-    for pid in pids:
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(pid, signal.SIGKILL)
-    reap(pids)
 
 
 def pids_naming(text: str) -> list[int]:
@@ -172,7 +147,17 @@ class StateFile:
         self.save()
         return pid
 
-    def forget(self, role: str) -> int | None:
-        pid = self.pids.pop(role, None)
+    def forget(self, *roles: str) -> list[int]:
+        """The pids recorded under ``roles`` (those that are), no longer recorded."""
+        pids = [self.pids.pop(role) for role in roles if role in self.pids]
         self.save()
-        return pid
+        return pids
+
+    def stop(self, *roles: str, grace: float = 10.0) -> None:
+        """Stop the process groups recorded under ``roles`` (SIGKILL after ``grace``); forget
+        them."""
+        stop_groups(self.forget(*roles), grace)
+
+    def kill(self, *roles: str) -> None:
+        """SIGKILL the processes recorded under ``roles`` at once (a crash); forget them."""
+        kill_now(self.forget(*roles))

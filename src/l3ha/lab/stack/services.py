@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from l3ha.lab.stack.processes import (
     port_open,
     run,
     spawn,
-    stop_group,
     wait_for,
 )
 from l3ha.lab.stack.spec import Ports
@@ -136,12 +134,6 @@ def wait_for_rabbit(ports: Ports) -> None:
     wait_for("RabbitMQ", lambda: port_open(ports.rabbit), 90)
 
 
-def stop_rabbit(state: StateFile) -> None:
-    pid = state.forget("rabbit")
-    if pid is not None:
-        stop_group(pid, grace=20)
-
-
 def neutron_python() -> Path:
     """The Neutron virtualenv's interpreter (``L3HA_NEUTRON_PYTHON`` or ./.venv-neutron)."""
     configured = os.environ.get("L3HA_NEUTRON_PYTHON")
@@ -161,12 +153,16 @@ def neutron_bin(python: Path, name: str) -> str:
     return str(script)
 
 
-def write_paste_config(python: Path, layout: StackLayout) -> None:
-    """Copy the api-paste.ini the neutron wheel installs under the virtualenv's prefix."""
-    source = python.parent.parent / "etc" / "neutron" / "api-paste.ini"
-    if not source.exists():
-        raise StackError(f"{source} is missing; is neutron installed in that virtualenv?")
-    shutil.copyfile(source, layout.etc / "api-paste.ini")
+def prepare_server(python: Path, layout: StackLayout, neutron_conf: str, ml2_conf: str) -> None:
+    """The server's files in DIR/etc (``neutron_conf``, ``ml2_conf`` and the api-paste.ini the
+    neutron wheel installs under the virtualenv's prefix), then its schema in the database."""
+    paste = python.parent.parent / "etc" / "neutron" / "api-paste.ini"
+    if not paste.exists():
+        raise StackError(f"{paste} is missing; is neutron installed in that virtualenv?")
+    (layout.etc / "neutron.conf").write_text(neutron_conf)
+    (layout.etc / "ml2_conf.ini").write_text(ml2_conf)
+    shutil.copyfile(paste, layout.etc / "api-paste.ini")
+    migrate_database(python, layout)
 
 
 def migrate_database(python: Path, layout: StackLayout) -> None:
@@ -256,7 +252,3 @@ def check_pymysql(python: Path) -> None:
         raise StackError(
             f"{python} cannot import pymysql: install PyMySQL in the Neutron virtualenv"
         ) from exc
-
-
-def l3ha_python() -> str:
-    return sys.executable

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from l3ha.errors import UserError
 from l3ha.lab.netns import list_namespaces
@@ -24,8 +25,9 @@ from l3ha.lab.stack import services
 from l3ha.lab.stack.configs import StackLayout, ml2_conf, neutron_conf
 from l3ha.lab.stack.fabric import fabric, make_fabric, make_vm
 from l3ha.lab.stack.nodes import Node
-from l3ha.lab.stack.processes import StackError, StateFile, free_ports, stop_groups
+from l3ha.lab.stack.processes import StackError, StateFile, free_ports
 from l3ha.lab.stack.spec import (
+    CLIENT_NS,
     CLOUD_NAME,
     Ports,
     StackSpec,
@@ -37,6 +39,7 @@ from l3ha.lab.stack.teardown import teardown
 from l3ha.lab.stack.topology import (
     NeutronHttp,
     create_topology,
+    gateway_addresses,
     wait_for_agents,
     wait_for_gateways,
     wait_for_routers,
@@ -54,6 +57,7 @@ REQUIRED_PROGRAMS = (
 )
 AGENT_TIMEOUT_S = 180.0
 ROUTER_TIMEOUT_S = 240.0
+T = TypeVar("T")
 
 
 class StackInputError(UserError):
@@ -126,9 +130,8 @@ class Stack:
         state = self.state
         late = self.node(late_host) if late_host else None
         if late is not None:
-            stop_groups(late.recorded(("relay",)), grace=2)
-            late.forget(("relay",))
-        services.stop_rabbit(state)
+            late.state.stop(late.role("relay"), grace=2)
+        state.stop("rabbit", grace=20)
         stopped = time.monotonic()
         time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
         services.start_rabbit(self.layout, state, self.ports)
@@ -143,9 +146,7 @@ class Stack:
         services.start_periodic(self.python, self.layout, self.state)
 
     def stop_neutron_failover(self) -> None:
-        pid = self.state.forget("periodic")
-        if pid is not None:
-            stop_groups([pid])
+        self.state.stop("periodic")
 
     def watch_command(self, state_dir: Path, *options: str) -> tuple[list[str], dict[str, str]]:
         """argv and environment of ``l3ha watch`` on this stack, timed like its agents."""
@@ -194,26 +195,28 @@ def stack_up(spec: StackSpec, directory: Path) -> Stack:
     state.data.update(spec=asdict(spec), ports=asdict(ports), python=str(python))
     state.save()
     stack = Stack(spec, layout, ports, python)
-    try:
-        _bring_up(stack, state)
-    except BaseException as exc:
-        kept = keep_logs(layout)
-        teardown(directory)
-        if isinstance(exc, StackError):
-            raise StackError(f"{exc} (logs kept in {kept})") from exc
-        raise
+    up_or_torn_down(layout, lambda: _bring_up(stack, state), teardown)
     return stack
 
 
-def keep_logs(layout: StackLayout) -> Path:
-    """Copy the stack's logs to DIR.failed (replacing an older copy) before teardown."""
-    kept = layout.root.with_name(layout.root.name + ".failed")
-    shutil.rmtree(kept, ignore_errors=True)
-    for log in [*layout.root.rglob("*.out"), *layout.root.rglob("*.log")]:
-        target = kept / log.relative_to(layout.root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
-    return kept
+def up_or_torn_down(
+    layout: StackLayout, bring_up: Callable[[], T], tear_down: Callable[[Path], object]
+) -> T:
+    """``bring_up()``; on any failure copy the stack's logs to DIR.failed (replacing an
+    older copy), ``tear_down`` the directory, then re-raise."""
+    try:
+        return bring_up()
+    except BaseException as exc:
+        kept = layout.root.with_name(layout.root.name + ".failed")
+        shutil.rmtree(kept, ignore_errors=True)
+        for log in [*layout.root.rglob("*.out"), *layout.root.rglob("*.log")]:
+            target = kept / log.relative_to(layout.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, target)
+        tear_down(layout.root)
+        if isinstance(exc, StackError):
+            raise StackError(f"{exc} (logs kept in {kept})") from exc
+        raise
 
 
 def _bring_up(stack: Stack, state: StateFile) -> None:
@@ -227,10 +230,7 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
     services.start_mariadb(layout, state, ports)
     services.wait_for_rabbit(ports)
     timer.done("mariadb and rabbitmq")
-    (layout.etc / "neutron.conf").write_text(neutron_conf(spec, layout, ports))
-    (layout.etc / "ml2_conf.ini").write_text(ml2_conf())
-    services.write_paste_config(python, layout)
-    services.migrate_database(python, layout)
+    services.prepare_server(python, layout, neutron_conf(spec, layout, ports), ml2_conf())
     timer.done("neutron schema")
     services.start_servers(python, layout, state, ports)
     services.wait_for_api(ports)
@@ -249,7 +249,7 @@ def _bring_up(stack: Stack, state: StateFile) -> None:
         make_vm(fab, index)
     timer.done("topology created")
     wait_for_routers(spec, ROUTER_TIMEOUT_S)
-    wait_for_gateways(stack.api, ROUTER_TIMEOUT_S)
+    wait_for_gateways(CLIENT_NS, gateway_addresses(stack.api), ROUTER_TIMEOUT_S)
     timer.done("routers answer")
     (layout.root / "clouds.yaml").write_text(stack.clouds_yaml())
 

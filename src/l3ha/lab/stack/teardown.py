@@ -35,7 +35,6 @@ STAGE_GRACE = (1.0, 1.0, 10.0, 10.0)
 class TeardownReport:
     processes: list[int] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
-    removed_dir: bool = False
 
 
 def _recorded_in_stages(directory: Path) -> list[list[int]]:
@@ -78,7 +77,5 @@ def teardown(directory: Path, owns: Callable[[str], bool] = owns_namespace) -> T
     for namespace in namespaces:
         delete_namespace(namespace)
     report.namespaces = namespaces
-    if directory.exists():
-        shutil.rmtree(directory, ignore_errors=True)
-        report.removed_dir = True
+    shutil.rmtree(directory, ignore_errors=True)
     return report

@@ -20,7 +20,6 @@ from typing import Any
 
 from l3ha.lab.stack.processes import StackError, wait_for
 from l3ha.lab.stack.spec import (
-    CLIENT_NS,
     EXTERNAL_CIDR,
     EXTERNAL_GATEWAY,
     EXTERNAL_POOL,
@@ -93,31 +92,17 @@ def wait_for_agents(api: NeutronHttp, spec: StackSpec, timeout: float) -> None:
     wait_for("every agent to report alive", all_alive, timeout, interval=1.0)
 
 
-def create_external(api: NeutronHttp) -> str:
-    network = api.post(
-        "networks",
-        {
-            "network": {
-                "name": "l3rs-external",
-                "router:external": True,
-                "provider:network_type": "flat",
-                "provider:physical_network": PHYSNET,
-            }
-        },
-    )["network"]
-    api.post(
-        "subnets",
-        {
-            "subnet": {
-                "network_id": network["id"],
-                "ip_version": 4,
-                "cidr": EXTERNAL_CIDR,
-                "gateway_ip": EXTERNAL_GATEWAY,
-                "enable_dhcp": False,
-                "allocation_pools": [{"start": EXTERNAL_POOL[0], "end": EXTERNAL_POOL[1]}],
-            }
-        },
-    )
+def create_external(api: NeutronHttp, name: str) -> str:
+    """The flat external network on ``physnet1`` and its subnet (no DHCP); its id."""
+    network = api.post("networks", {"network": {
+        "name": name, "router:external": True, "provider:network_type": "flat",
+        "provider:physical_network": PHYSNET,
+    }})["network"]  # fmt: skip
+    api.post("subnets", {"subnet": {
+        "network_id": network["id"], "ip_version": 4, "cidr": EXTERNAL_CIDR,
+        "gateway_ip": EXTERNAL_GATEWAY, "enable_dhcp": False,
+        "allocation_pools": [{"start": EXTERNAL_POOL[0], "end": EXTERNAL_POOL[1]}],
+    }})  # fmt: skip
     return str(network["id"])
 
 
@@ -184,7 +169,7 @@ def bind_bare_router(api: NeutronHttp, router_id: str, agent_id: str, attempts: 
 def create_topology(api: NeutronHttp, spec: StackSpec) -> dict[str, str]:
     """Every router (and DHCP network) of the spec, spread over the nodes in turn, made
     several at once; router name -> id."""
-    external_id = create_external(api)
+    external_id = create_external(api, "l3rs-external")
     l3 = {a["host"]: str(a["id"]) for a in api.agents("L3 agent")}
     dhcp = {a["host"]: str(a["id"]) for a in api.agents("DHCP agent")} if spec.dhcp else {}
     agents = [(l3[host], dhcp.get(host, "")) for host in spec.hosts]
@@ -238,15 +223,14 @@ def gateway_addresses(api: NeutronHttp) -> list[str]:
     ]
 
 
-def wait_for_gateways(api: NeutronHttp, timeout: float) -> None:
-    """Wait until the client namespace reaches every router's gateway address.
+def wait_for_gateways(namespace: str, addresses: list[str], timeout: float) -> None:
+    """Wait until the client ``namespace`` reaches every router's gateway address.
 
     The gateway port is wired after the tenant port, seconds later on a loaded machine.
     """
-    addresses = gateway_addresses(api)
     wait_for(
         "the client to reach every router's gateway",
-        lambda: all(pings(CLIENT_NS, address) for address in addresses),
+        lambda: all(pings(namespace, address) for address in addresses),
         timeout,
         1.0,
     )

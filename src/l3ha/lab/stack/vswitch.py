@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l3ha.lab.stack.processes import StateFile, run, spawn, stop_groups, wait_for
+from l3ha.lab.stack.processes import StateFile, run, spawn, wait_for
 
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 ROLES = ("vswitchd", "ovsdb")
@@ -55,9 +55,7 @@ class Ovs:
 
     def restart_vswitchd(self) -> None:
         """Stop ovs-vswitchd (SIGTERM) and start it again, as a package upgrade would."""
-        pid = self.state.forget(f"{self.role}/vswitchd")
-        if pid is not None:
-            stop_groups([pid], grace=10)
+        self.state.stop(f"{self.role}/vswitchd")
         (self.dir / "ovs-vswitchd.ctl").unlink(missing_ok=True)
         self.start_vswitchd()
 
