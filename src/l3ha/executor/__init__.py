@@ -5,8 +5,8 @@ budgets (concurrency, per-target in-flight, token-bucket rate), re-checks the
 source before each move (from one list of agents that the moves in flight
 share), records every step in the journal, falls back, rolls back, and waits
 for ports (many routers per API call); retrying a call is the cloud's job.
-``change_agent`` sets an agent's admin state or description the same way
-(journalled, read back, dry run); ``recover`` finishes an operation a crash
+Its ``change_agent`` (and the DHCP executor's) sets an agent's admin state or
+description the same way (journalled, read back, dry run); ``recover`` finishes an operation a crash
 interrupted, from the cloud's actual state.
 """
 

@@ -3,8 +3,9 @@
 The one place that changes Neutron's DHCP scheduling. Moves run through the
 dispatcher every kind shares (``l3ha.executor.dispatch``: the same budgets,
 ``ExecutorOptions``, stop request and journal failure as router moves); what
-one network move does is the DHCP kind (``l3ha.kinds.dhcp``). Dry run writes
-nothing and reports the plan.
+one network move does is the DHCP kind (``l3ha.kinds.dhcp``). A DHCP agent's
+admin state and description change through ``change_agent`` (``l3ha.executor.agents``),
+as an L3 agent's do. Dry run writes nothing and reports the plan.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpPlan
+from l3ha.executor.agents import AgentChanger
 from l3ha.executor.dhcp_steps import DhcpWriter, journal_move
 from l3ha.executor.dispatch import Dispatcher
 from l3ha.executor.lifecycle import ExecutorBase, JournalGuard, require_journal
@@ -24,8 +26,17 @@ from l3ha.model import Agent
 __all__ = ["DhcpExecutor", "DhcpMoveResult", "DhcpOutcome", "DhcpRunResult"]
 
 
-class DhcpExecutor(ExecutorBase[DhcpCloud]):
-    """Runs DHCP plans; see the module docstring."""
+class DhcpExecutor(ExecutorBase[DhcpCloud], AgentChanger):
+    """Runs DHCP plans and changes DHCP agents; see the module docstring."""
+
+    agent_change_kind = "dhcp-agent-state"
+    agent_label = "DHCP agent"
+
+    def write_agent(
+        self, agent_id: str, admin_state_up: bool | None, description: str | None
+    ) -> None:
+        """A DHCP agent's admin state and description in one write (``AgentChanger``)."""
+        self.cloud.set_dhcp_agent_state(agent_id, admin_state_up, description)
 
     def run(
         self,

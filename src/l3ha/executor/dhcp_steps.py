@@ -1,4 +1,4 @@
-"""The writes of one DHCP move, DHCP agent changes and DHCP recovery. I/O: cloud, journal.
+"""The writes of one DHCP move, and DHCP recovery. I/O: cloud, journal.
 
 Each write is preceded by a fresh read of the network's DHCP agents (the
 re-check) and by a journalled intent (fsynced), and the adapter reads every
@@ -9,17 +9,14 @@ with an ACTIVE DHCP port, so l3ha never leaves a network without DHCP.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from l3ha.clock import Clock
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.dhcp_model import DhcpMove, DhcpMoveKind, DhcpPort
 from l3ha.errors import NotFoundError
-from l3ha.executor.agents import AgentChange, AgentChangeResult, journalled_change
 from l3ha.executor.lifecycle import JournalGuard
 from l3ha.journal import Journal, MoveRecord, MoveStep, OperationStatus
 from l3ha.model import Agent, Move, MoveKind
@@ -152,29 +149,6 @@ class DhcpWriter:
         self.cloud.remove_network_from_agent(move.network_id, source)
         self.guard.step(move_id, MoveStep.UNBOUND)
         return ", ".join(sorted(a.host for a in serving))
-
-
-def change_dhcp_agent(
-    cloud: DhcpCloud,
-    journal: Journal | None,
-    clock: Clock,
-    change: AgentChange,
-    *,
-    dry_run: bool,
-    current: Agent | None = None,
-) -> AgentChangeResult:
-    """Set a DHCP agent's admin state/description: journalled, read back, dry run; never
-    raises a cloud error (``l3ha.executor.agents.change_agent`` for DHCP agents)."""
-    return journalled_change(
-        journal,
-        clock,
-        "dhcp-agent-state",  # the journal's operation kind of a DHCP agent change
-        change,
-        functools.partial(cloud.set_dhcp_agent_state, change.agent_id),
-        current=current,
-        dry_run=dry_run,
-        label="DHCP agent",
-    )
 
 
 class DhcpRecoveryAction(StrEnum):

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from l3ha.cloud.base import Cloud
-from l3ha.executor.agents import AgentChange, AgentChangeResult, change_agent
+from l3ha.executor.agents import AgentChanger
 from l3ha.executor.candidates import FallbackTargets
 from l3ha.executor.dispatch import Dispatcher
 from l3ha.executor.lifecycle import ExecutorBase, require_journal
 from l3ha.executor.outcome import MoveOutcome, MoveResult, Progress, RunResult
 from l3ha.executor.steps import MoveWriter, SourceWatch
 from l3ha.kinds.router import RouterKind
-from l3ha.model import Agent, Plan, Router
+from l3ha.model import Plan, Router
 
 #: Operation kinds whose sources must stay unusable (dead or disabled): a move
 #: of a source that is alive and enabled again is skipped (rule 5).
@@ -34,7 +34,7 @@ SOURCE_MUST_BE_DEAD = frozenset({"evacuate", "repair", "ha-repair"})
 ProgressCallback = Callable[[Progress], None]
 
 
-class Executor(ExecutorBase[Cloud]):
+class Executor(ExecutorBase[Cloud], AgentChanger):
     """Runs plans; see the module docstring."""
 
     def run(
@@ -103,17 +103,11 @@ class Executor(ExecutorBase[Cloud]):
             canary=canary,
         )
 
-    def change_agent(self, change: AgentChange, current: Agent | None = None) -> AgentChangeResult:
-        """Change an agent's admin state or description (``l3ha.executor.agents``).
-
-        ``current``: the agent as last seen, so that a change to what already
-        is writes nothing. Honours dry run like ``run``.
-        """
-        return change_agent(
-            self.cloud,
-            self.journal,
-            self.clock,
-            change,
-            dry_run=self.options.dry_run,
-            current=current,
-        )
+    def write_agent(
+        self, agent_id: str, admin_state_up: bool | None, description: str | None
+    ) -> None:
+        """An L3 agent's admin state, then its description (``AgentChanger``)."""
+        if admin_state_up is not None:
+            self.cloud.set_admin_state(agent_id, admin_state_up)
+        if description is not None:
+            self.cloud.set_description(agent_id, description)

@@ -22,7 +22,7 @@ from l3ha.dhcp_model import DhcpMove, DhcpPlan, DhcpSnapshot, usable
 from l3ha.errors import SafetyHaltError
 from l3ha.executor import AgentChange, AgentChangeOutcome, AgentChangeResult
 from l3ha.executor.dhcp import DhcpExecutor, DhcpOutcome, DhcpRunResult
-from l3ha.executor.dhcp_steps import change_dhcp_agent, recover_dhcp
+from l3ha.executor.dhcp_steps import recover_dhcp
 from l3ha.journal.history import recorded_names
 from l3ha.model import Agent
 from l3ha.operations.context import (
@@ -164,7 +164,7 @@ class _Dhcp:
         if request.action is not DhcpAction.RETURN:
             fallbacks = fallback_targets(snapshot, _policy(request, snapshot))
         evacuating = request.action is DhcpAction.EVACUATE and not request.force
-        executor = DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
+        executor = _executor(ctx, request)
         moved = (m.network_id for m in plan.moves)
         names = recorded_names(snapshot.agents, snapshot.networks_by_id, moved)
         run = executor.run(
@@ -194,11 +194,7 @@ class _Dhcp:
         return self.execute(snapshot, plan_dhcp_drain(snapshot, self.source.id, policy))
 
     def change_agent(self, change: AgentChange, agent: Agent) -> AgentChangeResult:
-        journal = None if self.request.dry_run else self.ctx.journal
-        ctx = self.ctx
-        return change_dhcp_agent(
-            ctx.cloud, journal, ctx.clock, change, dry_run=self.request.dry_run, current=agent
-        )
+        return _executor(self.ctx, self.request).change_agent(change, agent)
 
     def stranded(self, step: DhcpExecuted) -> int | None:
         return len(step.run.unplaced) if step.run.unplaced else None
@@ -219,15 +215,18 @@ def undrain(ctx: DhcpContext, request: DhcpRequest) -> DhcpResult:
     snapshot = ctx.observe()
     agent = snapshot.find_agent(request.agent or "")
     change = undrain_change(agent, "dhcp undrain: back in service")
-    result = change_dhcp_agent(
-        ctx.cloud, ctx.journal, ctx.clock, change, dry_run=request.dry_run, current=agent
-    )
+    result = _executor(ctx, request).change_agent(change, agent)
     if result.outcome is AgentChangeOutcome.DONE:
         ctx.notify(f"DHCP agent {agent.host} enabled")
     return DhcpResult(request.action, (AgentChanged(result),))
 
 
 # --- what the actions share ----------------------------------------------------
+
+
+def _executor(ctx: DhcpContext, request: DhcpRequest) -> DhcpExecutor:
+    """The one place a DHCP action's writes go: moves and agent changes."""
+    return DhcpExecutor(ctx.cloud, ctx.journal, ctx.clock, request.execution)
 
 
 def _policy(request: DhcpRequest, snapshot: DhcpSnapshot) -> DhcpPolicy:

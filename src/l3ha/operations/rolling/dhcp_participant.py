@@ -19,7 +19,7 @@ from typing import Any
 from l3ha.cloud.dhcp_base import DhcpCloud
 from l3ha.errors import L3haError
 from l3ha.executor import AgentChange, AgentChangeResult, ExecutorOptions
-from l3ha.executor.dhcp_steps import change_dhcp_agent
+from l3ha.executor.dhcp import DhcpExecutor
 from l3ha.model import Agent
 from l3ha.operations.dhcp import DhcpContext, DhcpResult, run_dhcp_action
 from l3ha.operations.request import DhcpAction, DhcpRequest
@@ -69,9 +69,7 @@ class DhcpSide:
 
     def change_agent(self, run: RunContext, change: AgentChange, agent: Agent) -> AgentChangeResult:
         ops = run.ops
-        return change_dhcp_agent(
-            self.cloud, ops.journal, ops.clock, change, dry_run=False, current=agent
-        )
+        return DhcpExecutor(self.cloud, ops.journal, ops.clock).change_agent(change, agent)
 
     def pick_canary(self, run: RunContext, drained: list[str]) -> str | None:
         snapshot = self.cloud.read_dhcp_snapshot()
