@@ -426,14 +426,18 @@ def _broad_halt(
     if outage.since is None and not broad_now:
         return None
     evidence = {"dead_agents": late, "judged_agents": len(members), "since": outage.since}
-    where, suspect = "", "control plane (message bus, database)"
-    if zone is not None:
-        where, suspect = f" in availability zone {zone}", "zone's network or message bus"
+    if zone is None:
+        return Halt(
+            HaltReason.CONTROL_PLANE_SUSPECT,
+            f"{len(late)} of {len(members)} agents missed heartbeats at once: suspect the "
+            "control plane (message bus, database), not the agents; not moving routers",
+            evidence,
+        )
     return Halt(
-        HaltReason.CONTROL_PLANE_SUSPECT if zone is None else HaltReason.AZ_OUTAGE,
-        f"{len(late)} of {len(members)} agents{where} missed heartbeats at once: suspect the "
-        f"{suspect}, not the agents; not moving routers",
-        evidence if zone is None else {"zone": zone, **evidence},
+        HaltReason.AZ_OUTAGE,
+        f"{len(late)} of {len(members)} agents in availability zone {zone} missed heartbeats "
+        "at once: suspect the zone's network or message bus, not the agents; not moving routers",
+        {"zone": zone, **evidence},
     )
 
 

@@ -139,22 +139,38 @@ def operation_from_row(row: tuple[object, ...]) -> OperationRecord:
 
 
 def move_from_row(row: tuple[object, ...]) -> MoveRecord:
-    """A ``MOVE_SELECT`` row (its columns are the record's fields, in order)."""
+    """A ``MOVE_SELECT`` row."""
+    (
+        mv_id,
+        op_id,
+        seq,
+        object_id,
+        source,
+        target,
+        kind,
+        reason,
+        step,
+        outcome,
+        created,
+        updated,
+        detail,
+        object_kind,
+    ) = row
     return MoveRecord(
-        id=int(str(row[0])),
-        operation_id=int(str(row[1])),
-        seq=int(str(row[2])),
-        object_id=str(row[3]),
-        source=_optional(row[4]),
-        target=_optional(row[5]),
-        kind=str(row[6]),
-        reason=str(row[7]),
-        step=MoveStep(str(row[8])),
-        outcome=_optional(row[9]),
-        created=str(row[10]),
-        updated=str(row[11]),
-        detail=str(row[12]),
-        object_kind=ObjectKind(str(row[13])),
+        id=int(str(mv_id)),
+        operation_id=int(str(op_id)),
+        seq=int(str(seq)),
+        object_id=str(object_id),
+        source=_optional(source),
+        target=_optional(target),
+        kind=str(kind),
+        reason=str(reason),
+        step=MoveStep(str(step)),
+        outcome=_optional(outcome),
+        created=str(created),
+        updated=str(updated),
+        detail=str(detail),
+        object_kind=ObjectKind(str(object_kind)),
     )
 
 
